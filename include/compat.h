@@ -1,0 +1,156 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *		Differences between the supported PostgreSQL major versions.
+ *
+ * Everything that depends on PG_VERSION_NUM lives here, so that the logic
+ * files read the same on every major.  The newest API name is used where
+ * the behaviour is the same; a wc_ wrapper exists only where it differs.
+ *
+ * Supported: 15, 16 (untested), 17, 18.  The layer is kept open for 19.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/compat.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_COMPAT_H
+#define PG_WARMCACHE_COMPAT_H
+
+#include "postgres.h"
+
+#include "common/relpath.h"
+#include "storage/buf_internals.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#if PG_VERSION_NUM < 150000
+#error "pg_warmcache requires PostgreSQL 15 or later"
+#endif
+
+/*---- Relation file identifiers: RelFileNode became RelFileLocator in 16 ----*/
+
+#if PG_VERSION_NUM >= 160000
+#include "utils/relfilenumbermap.h"
+#define wc_rel_filenumber(rel)	((rel)->rd_locator.relNumber)
+#else
+#include "utils/relfilenodemap.h"
+typedef Oid RelFileNumber;
+#define RelidByRelfilenumber(spc, num)	RelidByRelfilenode((spc), (num))
+#define wc_rel_filenumber(rel)	((rel)->rd_node.relNode)
+#endif
+
+/*
+ * The identity of the block a buffer tag names.
+ */
+static inline void
+wc_buftag_fields(const BufferTag *tag, Oid *db, Oid *spc, RelFileNumber *num,
+				 ForkNumber *fork, BlockNumber *block)
+{
+#if PG_VERSION_NUM >= 160000
+	*db = tag->dbOid;
+	*spc = tag->spcOid;
+	*num = BufTagGetRelNumber(tag);
+	*fork = BufTagGetForkNum(tag);
+#else
+	*db = tag->rnode.dbNode;
+	*spc = tag->rnode.spcNode;
+	*num = tag->rnode.relNode;
+	*fork = tag->forkNum;
+#endif
+	*block = tag->blockNum;
+}
+
+/*
+ * Path of a relation fork's first segment, relative to the data directory,
+ * palloc'd.  18 returns a struct by value where older releases palloc.
+ */
+static inline char *
+wc_relpath(Relation rel, ForkNumber fork)
+{
+#if PG_VERSION_NUM >= 180000
+	return pstrdup(relpathbackend(rel->rd_locator, rel->rd_backend, fork).str);
+#elif PG_VERSION_NUM >= 160000
+	return relpathbackend(rel->rd_locator, rel->rd_backend, fork);
+#else
+	return relpathbackend(rel->rd_node, rel->rd_backend, fork);
+#endif
+}
+
+/*---- Buffer headers ----*/
+
+/*
+ * Usage count and flags of a buffer, read under its header spinlock (never a
+ * mapping partition lock).  Returns false if the buffer holds no valid page
+ * that we want.
+ */
+static inline bool
+wc_buffer_snapshot(BufferDesc *desc, bool include_unlogged, BufferTag *tag,
+				   int *usage)
+{
+	uint32		state = LockBufHdr(desc);
+	bool		keep;
+
+	keep = (state & BM_TAG_VALID) != 0 &&
+		(include_unlogged || (state & BM_PERMANENT) != 0);
+	if (keep)
+	{
+		*tag = desc->tag;
+		*usage = BUF_STATE_GET_USAGECOUNT(state);
+	}
+	UnlockBufHdr(desc, state);
+	return keep;
+}
+
+/*
+ * Whether shared_buffers still has a never-used buffer.  Restores stop
+ * loading into shared buffers when it has none, so they never evict.
+ */
+#define wc_have_free_buffer()	have_free_buffer()
+
+/*---- Streaming reads into shared buffers (17+) ----*/
+
+#if PG_VERSION_NUM >= 170000
+#define WC_HAVE_READ_STREAM 1
+#include "storage/read_stream.h"
+#if PG_VERSION_NUM >= 180000
+/* Our callback takes no locks, so batching is safe. */
+#define WC_READ_STREAM_FLAGS \
+	(READ_STREAM_MAINTENANCE | READ_STREAM_FULL | READ_STREAM_USE_BATCHING)
+#else
+#define WC_READ_STREAM_FLAGS (READ_STREAM_MAINTENANCE | READ_STREAM_FULL)
+#endif
+#endif
+
+/*---- Wait events that mean "a backend is waiting for a data file read" ----*/
+
+#include "utils/wait_event.h"
+static inline bool
+wc_is_read_wait(uint32 wait_event_info)
+{
+	if (wait_event_info == WAIT_EVENT_DATA_FILE_READ)
+		return true;
+#if PG_VERSION_NUM >= 180000
+	/* Reads issued through AIO are waited for under this event. */
+	if (wait_event_info == WAIT_EVENT_AIO_IO_COMPLETION)
+		return true;
+#endif
+	return false;
+}
+
+/* 15 keeps this macro private to procarray.c. */
+#ifndef UINT32_ACCESS_ONCE
+#define UINT32_ACCESS_ONCE(var)		 ((uint32)(*((volatile uint32 *)&(var))))
+#endif
+
+/*---- Module magic ----*/
+
+#if PG_VERSION_NUM >= 180000
+#define WC_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "pg_warmcache", .version = "1.0")
+#else
+#define WC_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+#endif							/* PG_WARMCACHE_COMPAT_H */

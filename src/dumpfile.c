@@ -1,0 +1,606 @@
+/*-------------------------------------------------------------------------
+ *
+ * dumpfile.c
+ *		Writing, checking and reading the dump file pg_warmcache.blocks.
+ *
+ * A dump walks the buffer headers, each under its own header spinlock and
+ * never a buffer mapping lock, and writes the blocks it finds as sorted
+ * runs of consecutive blocks: hottest rank first (the usage count), then
+ * database, tablespace, relation, fork and block, which is the order the
+ * restore reads them in.  Memory is bounded whatever shared_buffers is: the
+ * headers are read in chunks of at most WC_SORT_CHUNK entries, each chunk
+ * is sorted and written as runs to a scratch file, and the chunks are then
+ * merged.  The result goes to a temporary file that is fsynced and renamed
+ * over the old one, so a crash leaves either the old or the new file.
+ *
+ * The format is described in docs/design.md.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/dumpfile.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xlog.h"
+#include "common/relpath.h"
+#include "lib/binaryheap.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/buf_internals.h"
+#include "storage/fd.h"
+#include "utils/timestamp.h"
+
+#include "pg_warmcache.h"
+
+/* Buffer headers sorted at once; 20 MB of entries. */
+#define WC_SORT_CHUNK		(1024 * 1024)
+/* Runs each merge input buffers. */
+#define WC_MERGE_BUF		256
+
+typedef struct DumpEntry
+{
+	uint32		rank;
+	Oid			db;
+	Oid			spc;
+	RelFileNumber relnumber;
+	uint32		fork;
+	BlockNumber block;
+} DumpEntry;
+
+/* Where runs go: the dump file, or the scratch file for a chunk. */
+typedef struct RunWriter
+{
+	FILE	   *fp;
+	const char *path;
+	bool		have;			/* cur holds a run not yet written */
+	WarmRun		cur;
+	uint64		nruns;
+	uint64		nblocks;
+	pg_crc32c	crc;
+} RunWriter;
+
+/* One sorted chunk being merged. */
+typedef struct MergeInput
+{
+	off_t		pos;			/* next unread byte in the scratch file */
+	uint64		left;			/* runs not yet read from the file */
+	WarmRun		buf[WC_MERGE_BUF];
+	int			n;
+	int			i;
+} MergeInput;
+
+typedef struct MergeState
+{
+	int			fd;
+	MergeInput *inputs;
+} MergeState;
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+	const DumpEntry *x = a;
+	const DumpEntry *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	if (x->db != y->db)
+		return x->db < y->db ? -1 : 1;
+	if (x->spc != y->spc)
+		return x->spc < y->spc ? -1 : 1;
+	if (x->relnumber != y->relnumber)
+		return x->relnumber < y->relnumber ? -1 : 1;
+	if (x->fork != y->fork)
+		return x->fork < y->fork ? -1 : 1;
+	if (x->block != y->block)
+		return x->block < y->block ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Order of runs in the file; runs of the same fork compare by start.
+ */
+int
+wc_run_cmp(const WarmRun *a, const WarmRun *b)
+{
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	if (a->db != b->db)
+		return a->db < b->db ? -1 : 1;
+	if (a->spc != b->spc)
+		return a->spc < b->spc ? -1 : 1;
+	if (a->relnumber != b->relnumber)
+		return a->relnumber < b->relnumber ? -1 : 1;
+	if (a->fork != b->fork)
+		return a->fork < b->fork ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return 0;
+}
+
+static bool
+same_fork(const WarmRun *a, const WarmRun *b)
+{
+	return a->rank == b->rank && a->db == b->db && a->spc == b->spc &&
+		a->relnumber == b->relnumber && a->fork == b->fork;
+}
+
+static void
+writer_emit(RunWriter *w, const WarmRun *run)
+{
+	if (fwrite(run, sizeof(WarmRun), 1, w->fp) != 1)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", w->path)));
+	COMP_CRC32C(w->crc, run, sizeof(WarmRun));
+	w->nruns++;
+	w->nblocks += run->count;
+}
+
+/*
+ * Add a run, merging it into the previous one when they touch.  Runs come
+ * in file order; a block seen twice (it moved between buffers while we
+ * scanned) is kept once.
+ */
+static void
+writer_add(RunWriter *w, const WarmRun *run)
+{
+	if (w->have && same_fork(&w->cur, run) &&
+		run->start <= w->cur.start + w->cur.count)
+	{
+		uint64		end = Max((uint64) w->cur.start + w->cur.count,
+							  (uint64) run->start + run->count);
+
+		if (end - w->cur.start <= PG_UINT32_MAX)
+		{
+			w->cur.count = (uint32) (end - w->cur.start);
+			return;
+		}
+	}
+	if (w->have)
+		writer_emit(w, &w->cur);
+	w->cur = *run;
+	w->have = true;
+}
+
+static void
+writer_flush(RunWriter *w)
+{
+	if (w->have)
+		writer_emit(w, &w->cur);
+	w->have = false;
+}
+
+/* Sort a chunk of entries and hand its runs to the writer. */
+static void
+write_chunk(DumpEntry *entries, int n, RunWriter *w)
+{
+	int			i;
+
+	qsort(entries, n, sizeof(DumpEntry), entry_cmp);
+	for (i = 0; i < n; i++)
+	{
+		WarmRun		run;
+
+		run.rank = entries[i].rank;
+		run.db = entries[i].db;
+		run.spc = entries[i].spc;
+		run.relnumber = entries[i].relnumber;
+		run.fork = entries[i].fork;
+		run.start = entries[i].block;
+		run.count = 1;
+		writer_add(w, &run);
+	}
+	writer_flush(w);
+}
+
+static bool
+merge_fill(MergeState *ms, MergeInput *in)
+{
+	ssize_t		want;
+	ssize_t		got;
+
+	if (in->i < in->n)
+		return true;
+	if (in->left == 0)
+		return false;
+	want = Min(in->left, (uint64) WC_MERGE_BUF);
+	got = pg_pread(ms->fd, in->buf, want * sizeof(WarmRun), in->pos);
+	if (got != (ssize_t) (want * sizeof(WarmRun)))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", WC_DUMP_SORT_FILE)));
+	in->pos += got;
+	in->left -= want;
+	in->n = want;
+	in->i = 0;
+	return true;
+}
+
+/* binaryheap keeps the largest first; we want the smallest run. */
+static int
+merge_cmp(Datum a, Datum b, void *arg)
+{
+	MergeState *ms = arg;
+	MergeInput *x = &ms->inputs[DatumGetInt32(a)];
+	MergeInput *y = &ms->inputs[DatumGetInt32(b)];
+
+	return -wc_run_cmp(&x->buf[x->i], &y->buf[y->i]);
+}
+
+/*
+ * Merge the sorted chunks of the scratch file into the writer.
+ */
+static void
+merge_chunks(List *chunks, RunWriter *out)
+{
+	MergeState	ms;
+	binaryheap *heap;
+	int			k = list_length(chunks);
+	int			i;
+	off_t		pos = 0;
+	ListCell   *lc;
+
+	ms.fd = OpenTransientFile(WC_DUMP_SORT_FILE, O_RDONLY | PG_BINARY);
+	if (ms.fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", WC_DUMP_SORT_FILE)));
+	ms.inputs = palloc0(sizeof(MergeInput) * k);
+	heap = binaryheap_allocate(k, merge_cmp, &ms);
+	i = 0;
+	foreach(lc, chunks)
+	{
+		uint64		nruns = (uint64) lfirst_int(lc);
+
+		ms.inputs[i].pos = pos;
+		ms.inputs[i].left = nruns;
+		pos += nruns * sizeof(WarmRun);
+		if (merge_fill(&ms, &ms.inputs[i]))
+			binaryheap_add_unordered(heap, Int32GetDatum(i));
+		i++;
+	}
+	binaryheap_build(heap);
+
+	while (!binaryheap_empty(heap))
+	{
+		int			top = DatumGetInt32(binaryheap_first(heap));
+		MergeInput *in = &ms.inputs[top];
+
+		writer_add(out, &in->buf[in->i]);
+		in->i++;
+		if (merge_fill(&ms, in))
+			binaryheap_replace_first(heap, Int32GetDatum(top));
+		else
+			(void) binaryheap_remove_first(heap);
+		if ((out->nruns & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	writer_flush(out);
+	binaryheap_free(heap);
+	pfree(ms.inputs);
+	CloseTransientFile(ms.fd);
+}
+
+static void
+header_crc(WarmFileHeader *hdr, pg_crc32c *crc)
+{
+	COMP_CRC32C(*crc, hdr, offsetof(WarmFileHeader, crc));
+	FIN_CRC32C(*crc);
+	hdr->crc = *crc;
+}
+
+/*
+ * Dump the identities of the blocks in shared buffers to the dump file.
+ * Unlogged relations' blocks are included only when asked (at shutdown:
+ * after a crash they are reset anyway).  If the dump would hold fewer than
+ * min_blocks blocks, the old file is kept and -1 is returned; otherwise the
+ * number of blocks written.  The caller has set the state to dumping.
+ */
+int64
+wc_dump(bool include_unlogged, int64 min_blocks)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	int			cap = Min(NBuffers, WC_SORT_CHUNK);
+	DumpEntry  *entries = palloc(sizeof(DumpEntry) * cap);
+	int			n = 0;
+	List	   *chunks = NIL;
+	RunWriter	sortw = {0};
+	RunWriter	out = {0};
+	WarmFileHeader hdr;
+	int			i;
+	long		secs;
+	int			usecs;
+
+	for (i = 0; i < NBuffers; i++)
+	{
+		BufferTag	tag;
+		int			usage;
+		DumpEntry  *e;
+		ForkNumber	fork;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!wc_buffer_snapshot(GetBufferDescriptor(i), include_unlogged,
+								&tag, &usage))
+			continue;
+		e = &entries[n++];
+		wc_buftag_fields(&tag, &e->db, &e->spc, &e->relnumber, &fork,
+						 &e->block);
+		e->fork = (uint32) fork;
+		e->rank = (uint32) usage;
+
+		if (n == cap && i < NBuffers - 1)
+		{
+			/* A full chunk with more to come: sort it to the scratch file. */
+			if (sortw.fp == NULL)
+			{
+				sortw.path = WC_DUMP_SORT_FILE;
+				sortw.fp = AllocateFile(WC_DUMP_SORT_FILE, PG_BINARY_W);
+				if (sortw.fp == NULL)
+					ereport(ERROR,
+							(errcode_for_file_access(),
+							 errmsg("could not open file \"%s\": %m",
+									WC_DUMP_SORT_FILE)));
+			}
+			sortw.nruns = 0;
+			write_chunk(entries, n, &sortw);
+			chunks = lappend_int(chunks, (int) sortw.nruns);
+			n = 0;
+		}
+	}
+
+	out.path = WC_DUMP_TMP_FILE;
+	out.fp = AllocateFile(WC_DUMP_TMP_FILE, PG_BINARY_W);
+	if (out.fp == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", WC_DUMP_TMP_FILE)));
+	memset(&hdr, 0, sizeof(hdr));
+	if (fwrite(&hdr, sizeof(hdr), 1, out.fp) != 1)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
+	INIT_CRC32C(out.crc);
+
+	if (sortw.fp == NULL)
+		write_chunk(entries, n, &out);
+	else
+	{
+		if (n > 0)
+		{
+			sortw.nruns = 0;
+			write_chunk(entries, n, &sortw);
+			chunks = lappend_int(chunks, (int) sortw.nruns);
+		}
+		if (FreeFile(sortw.fp) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m",
+							WC_DUMP_SORT_FILE)));
+		sortw.fp = NULL;
+		merge_chunks(chunks, &out);
+		(void) unlink(WC_DUMP_SORT_FILE);
+	}
+	pfree(entries);
+
+	if ((int64) out.nblocks < min_blocks)
+	{
+		FreeFile(out.fp);
+		(void) unlink(WC_DUMP_TMP_FILE);
+		return -1;
+	}
+
+	hdr.magic = WC_FILE_MAGIC;
+	hdr.version = WC_FILE_VERSION;
+	hdr.pg_major = PG_VERSION_NUM / 10000;
+	hdr.blcksz = BLCKSZ;
+	hdr.sysid = GetSystemIdentifier();
+	hdr.dumped_at = start;
+	hdr.nblocks = out.nblocks;
+	hdr.nruns = out.nruns;
+	hdr.flags = 0;
+	header_crc(&hdr, &out.crc);
+	if (fseeko(out.fp, 0, SEEK_SET) != 0 ||
+		fwrite(&hdr, sizeof(hdr), 1, out.fp) != 1 ||
+		FreeFile(out.fp) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
+
+	/* fsync the new file, rename it over the old one, fsync the directory */
+	(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
+
+	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->last_dump_at = start;
+	wc_shared->last_dump_blocks = (int64) out.nblocks;
+	wc_shared->last_dump_seconds = secs + usecs / 1000000.0;
+	LWLockRelease(wc_shared->lock);
+
+	ereport(DEBUG1,
+			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",
+							 (unsigned long long) out.nblocks,
+							 (unsigned long long) out.nruns,
+							 secs + usecs / 1000000.0)));
+	return (int64) out.nblocks;
+}
+
+/*
+ * Check the dump file from end to end.  On WFS_BAD, *problem says what is
+ * wrong in words for a log line.
+ */
+WarmFileStatus
+wc_check_file(WarmFileHeader *hdr, char **problem)
+{
+	FILE	   *fp;
+	struct stat st;
+	pg_crc32c	crc;
+	WarmRun		prev;
+	WarmRun		run;
+	uint64		i;
+	uint64		blocks = 0;
+	WarmFileHeader copy;
+
+	*problem = NULL;
+	fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
+	if (fp == NULL)
+	{
+		if (errno == ENOENT)
+			return WFS_MISSING;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
+	}
+
+#define BAD(...) \
+	do { *problem = psprintf(__VA_ARGS__); FreeFile(fp); return WFS_BAD; } while (0)
+
+	if (fstat(fileno(fp), &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", WC_DUMP_FILE)));
+	if (fread(hdr, sizeof(WarmFileHeader), 1, fp) != 1)
+		BAD("file is truncated: %lld bytes, shorter than its header",
+			(long long) st.st_size);
+	if (hdr->magic != WC_FILE_MAGIC)
+		BAD("not a pg_warmcache dump file (bad magic number %08X)", hdr->magic);
+	if (hdr->version != WC_FILE_VERSION)
+		BAD("unsupported format version %u, expected %u",
+			hdr->version, WC_FILE_VERSION);
+	if (hdr->pg_major != PG_VERSION_NUM / 10000)
+		BAD("written by PostgreSQL major version %u, this server is %u",
+			hdr->pg_major, PG_VERSION_NUM / 10000);
+	if (hdr->blcksz != BLCKSZ)
+		BAD("written with block size %u, this server uses %u",
+			hdr->blcksz, BLCKSZ);
+	if (hdr->sysid != GetSystemIdentifier())
+		BAD("written by another database system (system identifier %llu, this one is %llu)",
+			(unsigned long long) hdr->sysid,
+			(unsigned long long) GetSystemIdentifier());
+	if (hdr->nruns > (uint64) (st.st_size - sizeof(WarmFileHeader)) / sizeof(WarmRun))
+		BAD("file is truncated: %lld bytes, the header announces %llu runs",
+			(long long) st.st_size, (unsigned long long) hdr->nruns);
+	if ((uint64) st.st_size != sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun))
+		BAD("file has %llu bytes of trailing data",
+			(unsigned long long) (st.st_size - sizeof(WarmFileHeader) -
+								  hdr->nruns * sizeof(WarmRun)));
+
+	INIT_CRC32C(crc);
+	for (i = 0; i < hdr->nruns; i++)
+	{
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (fread(&run, sizeof(run), 1, fp) != 1)
+			BAD("could not read run %llu", (unsigned long long) i);
+		COMP_CRC32C(crc, &run, sizeof(run));
+		if (run.rank > WC_MAX_RANK || run.fork > MAX_FORKNUM ||
+			run.count == 0 ||
+			(uint64) run.start + run.count > (uint64) MaxBlockNumber + 1 ||
+			(i > 0 && wc_run_cmp(&prev, &run) >= 0))
+			BAD("run %llu is invalid or out of order", (unsigned long long) i);
+		blocks += run.count;
+		prev = run;
+	}
+	copy = *hdr;
+	header_crc(&copy, &crc);
+	if (copy.crc != hdr->crc)
+		BAD("checksum mismatch (stored %08X, computed %08X)", hdr->crc, copy.crc);
+	if (blocks != hdr->nblocks)
+		BAD("the runs hold %llu blocks, the header announces %llu",
+			(unsigned long long) blocks, (unsigned long long) hdr->nblocks);
+#undef BAD
+
+	FreeFile(fp);
+	return WFS_OK;
+}
+
+/*
+ * Keep an unusable dump file aside for a human to look at, and say so once.
+ */
+void
+wc_set_aside_bad_file(const char *problem, int elevel)
+{
+	ereport(elevel,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("pg_warmcache: dump file \"%s\" is not usable: %s",
+					WC_DUMP_FILE, problem),
+			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",
+					   WC_DUMP_BAD_FILE)));
+	(void) durable_rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE, LOG);
+}
+
+/*
+ * Open the dump file for reading run by run.  Returns false if there is
+ * none.  Callers check the file first; the reader trusts it.
+ *
+ * NB: a file from AllocateFile() is closed at the end of the transaction.
+ * A reader that lives across transactions (the restore worker's) passes
+ * across_xacts and gets a plain stdio file, which the process's exit closes
+ * if an error ends it.
+ */
+bool
+wc_reader_open(WarmFileReader *r, bool across_xacts)
+{
+	memset(r, 0, sizeof(*r));
+	r->across_xacts = across_xacts;
+	if (across_xacts)
+		r->fp = fopen(WC_DUMP_FILE, PG_BINARY_R);
+	else
+		r->fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
+	if (r->fp == NULL)
+	{
+		if (errno == ENOENT)
+			return false;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
+	}
+	if (fread(&r->hdr, sizeof(r->hdr), 1, r->fp) != 1 ||
+		r->hdr.magic != WC_FILE_MAGIC || r->hdr.version != WC_FILE_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dump file \"%s\" is not usable", WC_DUMP_FILE)));
+	r->runs_left = r->hdr.nruns;
+	r->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
+	return true;
+}
+
+bool
+wc_reader_next(WarmFileReader *r, WarmRun *run)
+{
+	if (r->pos >= r->nbuf)
+	{
+		size_t		want = Min(r->runs_left, (uint64) WC_MERGE_BUF);
+
+		if (want == 0)
+			return false;
+		if (fread(r->buf, sizeof(WarmRun), want, r->fp) != want)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dump file \"%s\" is truncated", WC_DUMP_FILE)));
+		r->runs_left -= want;
+		r->nbuf = (int) want;
+		r->pos = 0;
+	}
+	*run = r->buf[r->pos++];
+	return true;
+}
+
+void
+wc_reader_close(WarmFileReader *r)
+{
+	if (r->fp && r->across_xacts)
+		fclose(r->fp);
+	else if (r->fp)
+		FreeFile(r->fp);
+	r->fp = NULL;
+	if (r->buf)
+		pfree(r->buf);
+	r->buf = NULL;
+}

@@ -1,0 +1,542 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_warmcache.c
+ *		Module set-up, shared state, and the SQL functions that dump,
+ *		restore and report.
+ *
+ * Loaded through shared_preload_libraries, the module reserves a small
+ * shared state (pg_warmcache.h: WarmShared) and registers the autowarm
+ * worker (worker.c).  Without preloading, warm() and warm_table() work, and
+ * the functions that need the shared state say that it is missing.
+ *
+ * Dumps and restores exclude each other: the state field says which one
+ * runs, under the module's LWLock, and a condition variable wakes whoever
+ * waits for it to change.  A dump asked for while another runs waits for
+ * it; a dump asked for during a restore is refused, because it would
+ * replace the saved set with the part restored so far.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/pg_warmcache.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "pg_warmcache.h"
+
+WC_MODULE_MAGIC;
+
+PG_FUNCTION_INFO_V1(warmcache_dump_now);
+PG_FUNCTION_INFO_V1(warmcache_restore_now);
+PG_FUNCTION_INFO_V1(warmcache_restore_abort);
+PG_FUNCTION_INFO_V1(warmcache_status);
+PG_FUNCTION_INFO_V1(warmcache_blocks);
+
+/*---- GUC variables ----*/
+
+bool		wc_autowarm = true;
+int			wc_dump_interval = 300;
+int			wc_restore_mode = WARM_BUFFER;
+int			wc_restore_workers = 2;
+int			wc_max_restore_rate = 0;
+bool		wc_restore_yield = true;
+
+static const struct config_enum_entry mode_options[] = {
+	{"prefetch", WARM_PREFETCH, false},
+	{"read", WARM_READ, false},
+	{"buffer", WARM_BUFFER, false},
+	{NULL, 0, false}
+};
+
+/*---- Shared state ----*/
+
+WarmShared *wc_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void wc_shmem_request(void);
+static void wc_shmem_startup(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomBoolVariable("pg_warmcache.autowarm",
+							 "Restores the saved blocks at start and dumps them periodically and at shutdown.",
+							 NULL,
+							 &wc_autowarm,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.dump_interval",
+							"Time between dumps of the buffer cache's block list.",
+							"0 dumps only at shutdown.",
+							&wc_dump_interval,
+							300, 0, INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_warmcache.restore_mode",
+							 "How restored blocks are warmed: into shared buffers, or only into the OS cache.",
+							 NULL,
+							 &wc_restore_mode,
+							 WARM_BUFFER,
+							 mode_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.restore_workers",
+							"Databases restored at the same time, one worker each.",
+							NULL,
+							&wc_restore_workers,
+							2, 1, WC_MAX_RESTORE_WORKERS,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.max_restore_rate",
+							"Upper limit on the restore's read rate, in megabytes per second.",
+							"0 sets no limit.",
+							&wc_max_restore_rate,
+							0, 0, INT_MAX / 2,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warmcache.restore_yield",
+							 "Keeps the restore's reads from queuing ahead of queries that wait for a read.",
+							 NULL,
+							 &wc_restore_yield,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_warmcache");
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = wc_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = wc_shmem_startup;
+
+	wc_register_main_worker();
+}
+
+static void
+wc_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(WarmShared)));
+	RequestNamedLWLockTranche("pg_warmcache", 1);
+}
+
+static void
+wc_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	wc_shared = ShmemInitStruct("pg_warmcache", sizeof(WarmShared), &found);
+	if (!found)
+	{
+		int			i;
+
+		memset(wc_shared, 0, sizeof(WarmShared));
+		wc_shared->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
+		ConditionVariableInit(&wc_shared->cv);
+		wc_shared->state = WC_IDLE;
+		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
+		pg_atomic_init_u64(&wc_shared->restore_blocks_skipped, 0);
+		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
+		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Functions that need the shared state call this first.
+ */
+void
+wc_require_shared(void)
+{
+	if (wc_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_warmcache must be loaded via \"shared_preload_libraries\""),
+				 errhint("Add pg_warmcache to \"shared_preload_libraries\" and restart the server.")));
+}
+
+/*
+ * Enter a dumping or restoring state.  Returns false if another operation
+ * is running; with wait, a dump waits for another dump to end instead.
+ */
+bool
+wc_try_begin(WarmState newstate, bool wait)
+{
+	bool		begun = false;
+
+	for (;;)
+	{
+		WarmState	cur;
+
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		cur = wc_shared->state;
+		if (cur == WC_IDLE && !wc_shared->restore_requested)
+		{
+			wc_shared->state = newstate;
+			if (newstate == WC_DUMPING)
+				wc_shared->dumping_pid = MyProcPid;
+			begun = true;
+		}
+		LWLockRelease(wc_shared->lock);
+
+		if (begun || !wait || cur != WC_DUMPING || newstate != WC_DUMPING)
+			break;
+		ConditionVariableSleep(&wc_shared->cv, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return begun;
+}
+
+/* Back to idle, and wake the waiters. */
+void
+wc_end(void)
+{
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->state = WC_IDLE;
+	wc_shared->dumping_pid = 0;
+	LWLockRelease(wc_shared->lock);
+	ConditionVariableBroadcast(&wc_shared->cv);
+}
+
+static void
+wc_end_callback(int code, Datum arg)
+{
+	wc_end();
+}
+
+/*
+ * Is some backend waiting for a data file read right now?  The restore's
+ * own workers do not count.  wait_event_info is read without a lock, as
+ * pg_stat_activity does: a stale value only delays the reaction by one
+ * chunk.  Auxiliary processes (18's I/O workers among them) sit above
+ * MaxBackends and are not looked at: they read on others' behalf.
+ */
+bool
+wc_foreground_reading(void)
+{
+	int			i;
+
+	for (i = 0; i < MaxBackends; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+		int			s;
+		bool		ours = false;
+
+		if (pid == 0 || pid == MyProcPid ||
+			!wc_is_read_wait(UINT32_ACCESS_ONCE(proc->wait_event_info)))
+			continue;
+		for (s = 0; s < WC_MAX_RESTORE_WORKERS; s++)
+		{
+			if (wc_shared->slots[s].pid == pid)
+			{
+				ours = true;
+				break;
+			}
+		}
+		if (!ours)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * warmcache_dump_now(): dump now, in this backend; returns blocks written.
+ */
+Datum
+warmcache_dump_now(PG_FUNCTION_ARGS)
+{
+	int64		n = 0;
+
+	wc_require_shared();
+	if (!wc_try_begin(WC_DUMPING, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot dump while a restore is in progress"),
+				 errdetail("A dump now would replace the saved block list with the part restored so far."),
+				 errhint("Wait for the restore to end, or stop it with warmcache_restore_abort().")));
+
+	PG_ENSURE_ERROR_CLEANUP(wc_end_callback, (Datum) 0);
+	{
+		n = wc_dump(false, 0);
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		wc_shared->restore_incomplete = false;
+		LWLockRelease(wc_shared->lock);
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(wc_end_callback, (Datum) 0);
+	wc_end();
+	PG_RETURN_INT64(n);
+}
+
+/*
+ * warmcache_restore_now(mode): ask the worker to restore the saved blocks;
+ * returns how many blocks the file holds.
+ */
+Datum
+warmcache_restore_now(PG_FUNCTION_ARGS)
+{
+	WarmMode	mode;
+	WarmFileHeader hdr;
+	char	   *problem;
+	WarmState	state;
+	bool		requested;
+
+	wc_require_shared();
+	if (PG_ARGISNULL(0))
+		mode = (WarmMode) wc_restore_mode;
+	else
+		mode = wc_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+#ifndef USE_PREFETCH
+	if (mode == WARM_PREFETCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("prefetch is not supported by this build")));
+#endif
+
+	switch (wc_check_file(&hdr, &problem))
+	{
+		case WFS_MISSING:
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FILE),
+					 errmsg("there is no dump file \"%s\" to restore", WC_DUMP_FILE),
+					 errhint("Run warmcache_dump_now() first.")));
+			break;
+		case WFS_BAD:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dump file \"%s\" is not usable: %s", WC_DUMP_FILE, problem),
+					 errhint("Run warmcache_dump_now() to write a new one.")));
+			break;
+		case WFS_OK:
+			break;
+	}
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	state = wc_shared->state;
+	requested = wc_shared->restore_requested;
+	if (wc_shared->worker_pid == 0 || wc_shared->worker_latch == NULL)
+	{
+		LWLockRelease(wc_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_warmcache worker is not running"),
+				 errhint("Check the server log for why it stopped; it is started again within a minute.")));
+	}
+	if (state != WC_IDLE || requested)
+	{
+		LWLockRelease(wc_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot restore while a %s is in progress",
+						(state == WC_DUMPING) ? "dump" : "restore")));
+	}
+	wc_shared->restore_requested = true;
+	wc_shared->request_mode = mode;
+	SetLatch(wc_shared->worker_latch);
+	LWLockRelease(wc_shared->lock);
+
+	PG_RETURN_INT64((int64) hdr.nblocks);
+}
+
+/*
+ * warmcache_restore_abort(): stop the running restore.  The saved file is
+ * kept: automatic dumps do not replace it with a smaller one until a dump
+ * is asked for or a restore completes.
+ */
+Datum
+warmcache_restore_abort(PG_FUNCTION_ARGS)
+{
+	bool		running;
+
+	wc_require_shared();
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	running = wc_shared->state == WC_RESTORING || wc_shared->restore_requested;
+	if (running)
+	{
+		wc_shared->abort_requested = true;
+		if (wc_shared->worker_latch)
+			SetLatch(wc_shared->worker_latch);
+	}
+	LWLockRelease(wc_shared->lock);
+	PG_RETURN_BOOL(running);
+}
+
+static Datum
+ts_or_null(TimestampTz t, bool *isnull)
+{
+	*isnull = (t == 0);
+	return TimestampTzGetDatum(t);
+}
+
+/*
+ * warmcache_status(): one row describing the worker, the last dump and the
+ * current or last restore.
+ */
+Datum
+warmcache_status(PG_FUNCTION_ARGS)
+{
+#define STATUS_COLS 16
+	TupleDesc	tupdesc;
+	Datum		values[STATUS_COLS];
+	bool		nulls[STATUS_COLS];
+	WarmShared	s;
+	uint64		done;
+	uint64		skipped;
+	uint64		os;
+	double		elapsed = 0;
+	double		rate = 0;
+	const char *state;
+	int			i = 0;
+
+	wc_require_shared();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	memcpy(&s, wc_shared, offsetof(WarmShared, restore_blocks_done));
+	LWLockRelease(wc_shared->lock);
+	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
+	skipped = pg_atomic_read_u64(&wc_shared->restore_blocks_skipped);
+	os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+
+	if (s.restore_started_at != 0)
+	{
+		TimestampTz end = s.restore_finished_at ? s.restore_finished_at :
+		GetCurrentTimestamp();
+
+		elapsed = (end - s.restore_started_at) / 1000000.0;
+		if (elapsed > 0)
+			rate = done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed;
+	}
+
+	memset(nulls, 0, sizeof(nulls));
+	state = s.state == WC_DUMPING ? "dumping" :
+		(s.state == WC_RESTORING || s.restore_requested) ? "restoring" : "idle";
+	values[i++] = CStringGetTextDatum(state);
+	values[i] = Int32GetDatum(s.worker_pid);
+	nulls[i++] = (s.worker_pid == 0);
+	values[i] = ts_or_null(s.last_dump_at, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum(s.last_dump_blocks);
+	nulls[i++] = (s.last_dump_at == 0);
+	values[i] = Float8GetDatum(s.last_dump_seconds);
+	nulls[i++] = (s.last_dump_at == 0);
+	values[i] = CStringGetTextDatum(wc_mode_name(s.restore_mode));
+	nulls[i++] = (s.restore_started_at == 0);
+	values[i] = ts_or_null(s.restore_started_at, &nulls[i]);
+	i++;
+	values[i] = ts_or_null(s.restore_finished_at, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum(s.restore_blocks_total);
+	nulls[i++] = (s.restore_started_at == 0);
+	values[i] = Int64GetDatum((int64) done);
+	nulls[i++] = (s.restore_started_at == 0);
+	values[i] = Int64GetDatum((int64) skipped);
+	nulls[i++] = (s.restore_started_at == 0);
+	values[i] = Int64GetDatum((int64) os);
+	nulls[i++] = (s.restore_started_at == 0);
+	values[i] = Float8GetDatum(rate);
+	nulls[i++] = (s.restore_started_at == 0);
+	/* seconds left, at the rate so far; only while running */
+	if (s.state == WC_RESTORING && s.restore_finished_at == 0 && rate > 0)
+	{
+		double		left = (double) s.restore_blocks_total - done - skipped;
+
+		values[i] = Float8GetDatum(Max(left, 0) * BLCKSZ / (1024.0 * 1024.0) / rate);
+	}
+	else
+		nulls[i] = true;
+	i++;
+	values[i++] = BoolGetDatum(s.restore_incomplete);
+	values[i] = BoolGetDatum(s.abort_requested);
+	nulls[i++] = false;
+	Assert(i == STATUS_COLS);
+
+	tupdesc = BlessTupleDesc(tupdesc);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * warmcache_blocks(): the saved file, a row per block.
+ */
+Datum
+warmcache_blocks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	WarmFileHeader hdr;
+	WarmFileReader r;
+	WarmRun		run;
+	char	   *problem;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	switch (wc_check_file(&hdr, &problem))
+	{
+		case WFS_MISSING:
+			return (Datum) 0;
+		case WFS_BAD:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dump file \"%s\" is not usable: %s", WC_DUMP_FILE, problem)));
+			break;
+		case WFS_OK:
+			break;
+	}
+
+	if (!wc_reader_open(&r, false))
+		return (Datum) 0;
+	while (wc_reader_next(&r, &run))
+	{
+		uint32		b;
+
+		for (b = 0; b < run.count; b++)
+		{
+			Datum		values[6];
+			bool		nulls[6] = {0};
+
+			if ((b & 1023) == 0)
+				CHECK_FOR_INTERRUPTS();
+			values[0] = ObjectIdGetDatum(run.db);
+			values[1] = ObjectIdGetDatum(run.spc);
+			values[2] = ObjectIdGetDatum(run.relnumber);
+			values[3] = CStringGetTextDatum(forkNames[run.fork]);
+			values[4] = Int64GetDatum((int64) run.start + b);
+			values[5] = Int32GetDatum((int32) run.rank);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	wc_reader_close(&r);
+	return (Datum) 0;
+}

@@ -1,0 +1,674 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The autowarm worker: periodic and shutdown dumps, and the restore.
+ *
+ * One worker runs from the time the server is consistent (so on a hot
+ * standby too).  At its first start it restores the dump file, then dumps
+ * every pg_warmcache.dump_interval seconds and at shutdown, and runs the
+ * restores that warmcache_restore_now() asks for.
+ *
+ * A restore is led by this worker and done by one dynamic worker per
+ * database, at most pg_warmcache.restore_workers at a time, largest
+ * database first.  Each reads the file in its order (hottest rank first,
+ * then physical order) and keeps the runs of its own database; the blocks
+ * of shared catalogs go with the first database.  For each relation fork it
+ * looks the relation up by relfilenode, takes AccessShareLock in a short
+ * transaction, checks the relfilenode did not change, clips the runs to
+ * the current size and hands them to the warming engine (warm.c), whose
+ * pacer here counts progress, honours abort and shutdown, caps the rate
+ * and yields to queries waiting for reads.  Blocks of vanished databases,
+ * relations and forks, and blocks past the end, are skipped and counted.
+ *
+ * A restore that did not finish (aborted, or interrupted by shutdown)
+ * leaves restore_incomplete set: automatic dumps then keep the saved file
+ * unless the new one holds at least as many blocks.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/worker.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/pg_tablespace_d.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/bufmgr.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/smgr.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "pg_warmcache.h"
+
+/* Runs handed to the engine at once (one relation fork, one rank). */
+#define WC_BATCH_RUNS	1024
+
+typedef struct DbCount
+{
+	Oid			db;
+	uint64		blocks;
+} DbCount;
+
+/* Pacer of a restore worker. */
+typedef struct RestorePacer
+{
+	WarmPacer	base;
+	WarmSlot   *slot;
+	WarmMode	mode;
+	TimestampTz started;
+	uint64		done;			/* blocks warmed by this worker */
+	uint64		os_blocks;		/* of which into the OS cache only */
+} RestorePacer;
+
+static int	restore_slot = -1;
+
+/*
+ * Register the autowarm worker; called from _PG_init.
+ */
+void
+wc_register_main_worker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 10;
+	strcpy(worker.bgw_library_name, "pg_warmcache");
+	strcpy(worker.bgw_function_name, "pg_warmcache_main");
+	strcpy(worker.bgw_name, "pg_warmcache autowarm");
+	strcpy(worker.bgw_type, "pg_warmcache autowarm");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*---- The restore worker of one database ----*/
+
+static void
+pace_restore(WarmPacer *base, uint64 blocks)
+{
+	RestorePacer *p = (RestorePacer *) base;
+
+	if (blocks > 0)
+	{
+		p->done += blocks;
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
+		pg_atomic_fetch_add_u64(&p->slot->processed, blocks);
+		if (p->base.buffers_full || p->mode != WARM_BUFFER)
+		{
+			p->os_blocks += blocks;
+			pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, blocks);
+		}
+	}
+
+	if (wc_shared->abort_requested)
+	{
+		p->base.stop = true;
+		return;
+	}
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+
+	/*
+	 * Queries waiting for a read go first: keep just one I/O of ours ahead,
+	 * so theirs never queue behind a deep window.  Idle, look far ahead.
+	 */
+	if (wc_restore_yield && wc_foreground_reading())
+		p->base.window = Min(wc_default_window(), 32);
+	else
+		p->base.window = wc_default_window();
+
+	/* Hard cap: sleep until the rate so far is back under the limit. */
+	if (wc_max_restore_rate > 0)
+	{
+		double		allowed_us = (double) p->done * BLCKSZ /
+		(wc_max_restore_rate * 1024.0 * 1024.0) * 1000000.0;
+		TimestampTz due = p->started + (TimestampTz) allowed_us;
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (due > now)
+		{
+			long		ms = (long) ((due - now) / 1000);
+
+			if (ms > 0)
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 ms, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+			}
+		}
+	}
+}
+
+/*
+ * Restore one batch of runs of one relation fork, in a transaction of its
+ * own so that the lock is held only while its blocks are read.
+ */
+static void
+restore_batch(RestorePacer *p, const WarmRun *key, WarmRange *ranges,
+			  int nranges, uint64 blocks)
+{
+	Oid			relid;
+	Relation	rel = NULL;
+	uint64		skipped = blocks;
+	uint64		before = p->done;
+
+	StartTransactionCommand();
+	relid = RelidByRelfilenumber(key->spc, key->relnumber);
+	if (OidIsValid(relid))
+		rel = try_relation_open(relid, AccessShareLock);
+
+	/* Rewritten between the look-up and the lock? Then the blocks are gone. */
+	if (rel != NULL && wc_rel_filenumber(rel) == key->relnumber &&
+		RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
+		smgrexists(RelationGetSmgr(rel), (ForkNumber) key->fork))
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocksInFork(rel, (ForkNumber) key->fork);
+		int			i;
+		int			n = 0;
+
+		for (i = 0; i < nranges; i++)
+		{
+			if (ranges[i].start >= nblocks)
+				continue;
+			ranges[n].start = ranges[i].start;
+			ranges[n].count = Min(ranges[i].count, nblocks - ranges[i].start);
+			n++;
+		}
+		wc_warm_ranges(rel, (ForkNumber) key->fork, p->mode, ranges, n,
+					   &p->base);
+		skipped = p->base.stop ? 0 : blocks - (p->done - before);
+	}
+	if (rel != NULL)
+		relation_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	if (skipped > 0)
+	{
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped, skipped);
+		pg_atomic_fetch_add_u64(&p->slot->processed, skipped);
+	}
+}
+
+static void
+restore_worker_exit(int code, Datum arg)
+{
+	if (restore_slot >= 0)
+		wc_shared->slots[restore_slot].pid = 0;
+}
+
+/*
+ * Entry point of a per-database restore worker; arg is its slot.
+ */
+void
+pg_warmcache_restore_main(Datum arg)
+{
+	WarmSlot   *slot;
+	RestorePacer p;
+	WarmFileReader r;
+	WarmRun		run;
+	WarmRun		key = {0};
+	WarmRange  *ranges;
+	int			nranges = 0;
+	uint64		blocks = 0;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	restore_slot = DatumGetInt32(arg);
+	slot = &wc_shared->slots[restore_slot];
+	before_shmem_exit(restore_worker_exit, (Datum) 0);
+
+	/* A database dropped since the dump ends us here, with FATAL. */
+	BackgroundWorkerInitializeConnectionByOid(slot->db, InvalidOid, 0);
+	slot->pid = MyProcPid;
+	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");
+
+	memset(&p, 0, sizeof(p));
+	p.base.pace = pace_restore;
+	p.base.window = wc_default_window();
+	p.base.no_evict = true;
+	p.slot = slot;
+	p.mode = wc_shared->restore_mode;
+	p.started = GetCurrentTimestamp();
+
+	ranges = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
+	if (!wc_reader_open(&r, true))
+		proc_exit(0);
+	while (!p.base.stop && wc_reader_next(&r, &run))
+	{
+		if (run.db != slot->db && !(run.db == InvalidOid && slot->with_global))
+			continue;
+		if (nranges > 0 &&
+			(nranges == WC_BATCH_RUNS || run.rank != key.rank ||
+			 run.db != key.db || run.spc != key.spc ||
+			 run.relnumber != key.relnumber || run.fork != key.fork))
+		{
+			restore_batch(&p, &key, ranges, nranges, blocks);
+			nranges = 0;
+			blocks = 0;
+		}
+		key = run;
+		ranges[nranges].start = run.start;
+		ranges[nranges].count = run.count;
+		nranges++;
+		blocks += run.count;
+	}
+	if (nranges > 0 && !p.base.stop)
+		restore_batch(&p, &key, ranges, nranges, blocks);
+	wc_reader_close(&r);
+
+	proc_exit(0);
+}
+
+/*---- The leader ----*/
+
+static int
+dbcount_cmp(const void *a, const void *b)
+{
+	const DbCount *x = a;
+	const DbCount *y = b;
+
+	if (x->blocks != y->blocks)
+		return x->blocks > y->blocks ? -1 : 1;
+	return x->db < y->db ? -1 : (x->db > y->db ? 1 : 0);
+}
+
+/*
+ * Blocks per database in the file; shared catalogs (db 0) come back in
+ * *global.  The list is short: one entry per database.
+ */
+static DbCount *
+count_databases(int *ndbs, uint64 *global)
+{
+	WarmFileReader r;
+	WarmRun		run;
+	DbCount    *dbs = NULL;
+	int			n = 0;
+	int			cap = 0;
+
+	*global = 0;
+	if (wc_reader_open(&r, false))
+	{
+		while (wc_reader_next(&r, &run))
+		{
+			int			i;
+
+			if (run.db == InvalidOid)
+			{
+				*global += run.count;
+				continue;
+			}
+			for (i = 0; i < n && dbs[i].db != run.db; i++)
+				;
+			if (i == n)
+			{
+				if (n == cap)
+				{
+					cap = cap ? cap * 2 : 8;
+					dbs = dbs ? repalloc(dbs, cap * sizeof(DbCount)) :
+						palloc(cap * sizeof(DbCount));
+				}
+				dbs[n].db = run.db;
+				dbs[n].blocks = 0;
+				n++;
+			}
+			dbs[i].blocks += run.count;
+		}
+		wc_reader_close(&r);
+	}
+	if (n > 1)
+		qsort(dbs, n, sizeof(DbCount), dbcount_cmp);
+	*ndbs = n;
+	return dbs;
+}
+
+static bool
+launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strcpy(worker.bgw_library_name, "pg_warmcache");
+	strcpy(worker.bgw_function_name, "pg_warmcache_restore_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_warmcache restore of database %u",
+			 wc_shared->slots[slotno].db);
+	strcpy(worker.bgw_type, "pg_warmcache restore");
+	worker.bgw_main_arg = Int32GetDatum(slotno);
+	worker.bgw_notify_pid = MyProcPid;
+
+	/* The leader polls the handle; it does not wait for the start here. */
+	return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+/*
+ * Restore the dump file.  Runs in the autowarm worker, which has set the
+ * state to restoring; returns with the state idle.
+ */
+static void
+run_restore(WarmMode mode)
+{
+	WarmFileHeader hdr;
+	char	   *problem;
+	WarmFileStatus st;
+	DbCount    *dbs;
+	int			ndbs;
+	uint64		global;
+	int			next = 0;
+	BackgroundWorkerHandle *handles[WC_MAX_RESTORE_WORKERS] = {0};
+	uint64		slot_total[WC_MAX_RESTORE_WORKERS] = {0};
+	bool		stopped = false;
+	uint64		done;
+	uint64		skipped;
+	uint64		os;
+	long		secs;
+	int			usecs;
+	double		elapsed;
+	TimestampTz started;
+
+	st = wc_check_file(&hdr, &problem);
+	if (st != WFS_OK)
+	{
+		if (st == WFS_BAD)
+			wc_set_aside_bad_file(problem, WARNING);
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		wc_shared->restore_requested = false;
+		wc_shared->abort_requested = false;
+		LWLockRelease(wc_shared->lock);
+		wc_end();
+		return;
+	}
+
+	dbs = count_databases(&ndbs, &global);
+	started = GetCurrentTimestamp();
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_requested = false;
+	wc_shared->restore_mode = mode;
+	wc_shared->restore_incomplete = false;
+	wc_shared->restore_started_at = started;
+	wc_shared->restore_finished_at = 0;
+	wc_shared->restore_blocks_total = (int64) hdr.nblocks;
+	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
+	pg_atomic_write_u64(&wc_shared->restore_blocks_skipped, 0);
+	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
+	LWLockRelease(wc_shared->lock);
+
+	ereport(LOG,
+			(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s",
+					(unsigned long long) hdr.nblocks,
+					hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
+					ndbs, wc_mode_name(mode))));
+
+	/* Shared catalogs need a database to be read from; alone, they are skipped. */
+	if (ndbs == 0 && global > 0)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped, global);
+
+	for (;;)
+	{
+		int			running = 0;
+		int			i;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (ShutdownRequestPending || wc_shared->abort_requested)
+		{
+			stopped = true;
+			wc_shared->abort_requested = true;	/* the workers look at it */
+		}
+
+		/* Reap workers that ended; what they did not do was skipped. */
+		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		{
+			WarmSlot   *slot = &wc_shared->slots[i];
+			pid_t		pid;
+
+			if (handles[i] == NULL)
+				continue;
+			if (GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
+			{
+				running++;
+				continue;
+			}
+			if (!stopped)
+			{
+				uint64		processed = pg_atomic_read_u64(&slot->processed);
+
+				if (processed < slot_total[i])
+					pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+											slot_total[i] - processed);
+			}
+			pfree(handles[i]);
+			handles[i] = NULL;
+			slot->in_use = false;
+			slot->pid = 0;
+		}
+
+		/* Start more. */
+		while (!stopped && next < ndbs && running < wc_restore_workers)
+		{
+			for (i = 0; i < WC_MAX_RESTORE_WORKERS && handles[i] != NULL; i++)
+				;
+			Assert(i < WC_MAX_RESTORE_WORKERS);
+			wc_shared->slots[i].db = dbs[next].db;
+			wc_shared->slots[i].with_global = (next == 0);
+			wc_shared->slots[i].in_use = true;
+			wc_shared->slots[i].pid = 0;
+			pg_atomic_write_u64(&wc_shared->slots[i].processed, 0);
+			slot_total[i] = dbs[next].blocks + (next == 0 ? global : 0);
+			if (launch_restore_worker(i, &handles[i]))
+				running++;
+			else
+			{
+				ereport(WARNING,
+						(errmsg("pg_warmcache: could not start a restore worker for database %u",
+								dbs[next].db),
+						 errhint("Consider raising \"max_worker_processes\".")));
+				pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+										slot_total[i]);
+				if (handles[i])
+					pfree(handles[i]);
+				handles[i] = NULL;
+				wc_shared->slots[i].in_use = false;
+			}
+			next++;
+		}
+
+		if (running == 0 && (next >= ndbs || stopped))
+			break;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+
+	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
+	skipped = pg_atomic_read_u64(&wc_shared->restore_blocks_skipped);
+	os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+	TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);
+	elapsed = secs + usecs / 1000000.0;
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_finished_at = GetCurrentTimestamp();
+	wc_shared->restore_incomplete = stopped;
+	wc_shared->abort_requested = false;
+	LWLockRelease(wc_shared->lock);
+	wc_end();
+
+	ereport(LOG,
+			(errmsg("pg_warmcache: %s: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+					stopped ? "restore stopped" : "restore finished",
+					(unsigned long long) done,
+					(unsigned long long) hdr.nblocks,
+					(unsigned long long) os,
+					(unsigned long long) skipped,
+					elapsed,
+					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0)));
+	if (dbs)
+		pfree(dbs);
+}
+
+/*---- The autowarm worker ----*/
+
+static void
+main_worker_exit(int code, Datum arg)
+{
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->worker_pid = 0;
+	wc_shared->worker_latch = NULL;
+	if (wc_shared->state != WC_IDLE &&
+		(wc_shared->dumping_pid == MyProcPid || wc_shared->state == WC_RESTORING))
+	{
+		wc_shared->state = WC_IDLE;
+		wc_shared->dumping_pid = 0;
+	}
+	LWLockRelease(wc_shared->lock);
+	ConditionVariableBroadcast(&wc_shared->cv);
+}
+
+/*
+ * An automatic dump.  After an incomplete restore it must not replace the
+ * saved file with a smaller one.
+ */
+static void
+auto_dump(bool shutdown)
+{
+	int64		min_blocks = 0;
+	int64		n;
+
+	if (!wc_try_begin(WC_DUMPING, false))
+		return;
+	if (wc_shared->restore_incomplete)
+	{
+		WarmFileHeader hdr;
+		char	   *problem;
+
+		if (wc_check_file(&hdr, &problem) == WFS_OK)
+			min_blocks = (int64) hdr.nblocks;
+	}
+	n = wc_dump(shutdown, min_blocks);
+	if (n < 0)
+		ereport(LOG,
+				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
+						(long long) min_blocks),
+				 errdetail("The last restore did not finish and the buffer cache holds fewer blocks.")));
+	else
+	{
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		wc_shared->restore_incomplete = false;
+		LWLockRelease(wc_shared->lock);
+		if (shutdown)
+			ereport(LOG,
+					(errmsg("pg_warmcache: dumped %lld blocks at shutdown", (long long) n)));
+	}
+	wc_end();
+}
+
+void
+pg_warmcache_main(Datum arg)
+{
+	MemoryContext cxt;
+	bool		first;
+	TimestampTz last_dump;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	before_shmem_exit(main_worker_exit, (Datum) 0);
+	cxt = AllocSetContextCreate(TopMemoryContext, "pg_warmcache worker",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->worker_pid = MyProcPid;
+	wc_shared->worker_latch = MyLatch;
+	first = !wc_shared->startup_done;
+	wc_shared->startup_done = true;
+	if (first && wc_autowarm)
+	{
+		wc_shared->restore_requested = true;
+		wc_shared->request_mode = (WarmMode) wc_restore_mode;
+	}
+	LWLockRelease(wc_shared->lock);
+
+	last_dump = GetCurrentTimestamp();
+	while (!ShutdownRequestPending)
+	{
+		long		timeout = 60 * 1000L;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (wc_shared->restore_requested)
+		{
+			bool		go;
+			WarmMode	mode;
+
+			LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+			go = wc_shared->state == WC_IDLE;
+			mode = wc_shared->request_mode;
+			if (go)
+				wc_shared->state = WC_RESTORING;
+			LWLockRelease(wc_shared->lock);
+			if (go)
+			{
+				run_restore(mode);
+				last_dump = GetCurrentTimestamp();
+				MemoryContextReset(cxt);
+				continue;
+			}
+			/* A dump runs; it ends soon and wakes us through the latch. */
+			timeout = 100;
+		}
+		else if (wc_autowarm && wc_dump_interval > 0)
+		{
+			TimestampTz next = TimestampTzPlusMilliseconds(last_dump,
+														   wc_dump_interval * 1000L);
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= next)
+			{
+				auto_dump(false);
+				MemoryContextReset(cxt);
+				last_dump = GetCurrentTimestamp();
+				continue;
+			}
+			timeout = Min(timeout, (long) ((next - now) / 1000) + 1);
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+
+	if (wc_autowarm)
+		auto_dump(true);
+	proc_exit(0);
+}
