@@ -200,6 +200,7 @@ extern int	wc_restore_mode;
 extern int	wc_restore_workers;
 extern int	wc_max_restore_rate;
 extern bool wc_restore_yield;
+extern int	wc_sort_chunk;
 
 /*---- Module ----*/
 

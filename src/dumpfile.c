@@ -8,7 +8,8 @@
  * runs of consecutive blocks: hottest rank first (the usage count), then
  * database, tablespace, relation, fork and block, which is the order the
  * restore reads them in.  Memory is bounded whatever shared_buffers is: the
- * headers are read in chunks of at most WC_SORT_CHUNK entries, each chunk
+ * headers are read in chunks of at most pg_warmcache.sort_chunk entries
+ * (1M by default, 24 MB), each chunk
  * is sorted and written as runs to a scratch file, and the chunks are then
  * merged.  The result goes to a temporary file that is fsynced and renamed
  * over the old one, so a crash leaves either the old or the new file.
@@ -38,8 +39,6 @@
 
 #include "pg_warmcache.h"
 
-/* Buffer headers sorted at once; 20 MB of entries. */
-#define WC_SORT_CHUNK		(1024 * 1024)
 /* Runs each merge input buffers. */
 #define WC_MERGE_BUF		256
 
@@ -306,7 +305,7 @@ int64
 wc_dump(bool include_unlogged, int64 min_blocks)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	int			cap = Min(NBuffers, WC_SORT_CHUNK);
+	int			cap = Min(NBuffers, wc_sort_chunk);
 	DumpEntry  *entries = palloc(sizeof(DumpEntry) * cap);
 	int			n = 0;
 	List	   *chunks = NIL;

@@ -54,6 +54,7 @@ int			wc_restore_mode = WARM_BUFFER;
 int			wc_restore_workers = 2;
 int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = true;
+int			wc_sort_chunk = 1024 * 1024;
 
 static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WARM_PREFETCH, false},
@@ -124,6 +125,16 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+
+	/* For tests of the merge: chunks smaller than shared_buffers. */
+	DefineCustomIntVariable("pg_warmcache.sort_chunk",
+							"Buffer headers a dump sorts in memory at once.",
+							NULL,
+							&wc_sort_chunk,
+							1024 * 1024, 1024, 64 * 1024 * 1024,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_warmcache");
 
