@@ -197,24 +197,53 @@ seg_close(SegFile *sf)
 
 /*
  * Advise the kernel about blocks from the advice cursor on, until it is
- * target blocks past the start of the list.
+ * target blocks past the start of the list.  Ranges separated by gaps of
+ * at most WC_ADVICE_GAP blocks are advised as one: the device then sees one
+ * large read instead of many small ones, which matters on volumes that
+ * limit I/O operations per second.  The gaps only reach the OS cache.
  */
+#define WC_ADVICE_GAP	16
+
+static void
+advise_flush(SegFile *sf, BlockNumber start, BlockNumber end)
+{
+	File		f;
+
+	if (end <= start)
+		return;
+	f = seg_file(sf, start);
+	if (f >= 0)
+		(void) FilePrefetch(f, (off_t) (start % RELSEG_SIZE) * BLCKSZ,
+							(off_t) (end - start) * BLCKSZ,
+							WAIT_EVENT_DATA_FILE_PREFETCH);
+}
+
 static void
 advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf)
 {
+	BlockNumber pstart = 0;
+	BlockNumber pend = 0;		/* pending advice [pstart, pend) */
+
 	while (*advised < target && !cursor_done(adv))
 	{
 		BlockNumber n = cursor_piece(adv, (BlockNumber) Min(target - *advised,
 															(uint64) RELSEG_SIZE));
 		BlockNumber block = cursor_block(adv);
-		File		f = seg_file(sf, block);
 
-		if (f >= 0)
-			(void) FilePrefetch(f, (off_t) (block % RELSEG_SIZE) * BLCKSZ,
-								(off_t) n * BLCKSZ, WAIT_EVENT_DATA_FILE_PREFETCH);
+		if (pend > pstart &&
+			block / RELSEG_SIZE == pstart / RELSEG_SIZE &&
+			block >= pend && block - pend <= WC_ADVICE_GAP)
+			pend = block + n;
+		else
+		{
+			advise_flush(sf, pstart, pend);
+			pstart = block;
+			pend = block + n;
+		}
 		cursor_advance(adv, n);
 		*advised += n;
 	}
+	advise_flush(sf, pstart, pend);
 }
 
 #ifdef WC_HAVE_READ_STREAM
@@ -237,6 +266,26 @@ stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
 	return block;
 }
 #endif
+
+/*
+ * Load n blocks from block on into shared buffers one at a time.  Returns
+ * how many were loaded: fewer if the pacer forbids eviction and no free
+ * buffer is left.
+ */
+static BlockNumber
+load_plain(Relation rel, ForkNumber fork, BlockNumber block, BlockNumber n,
+		   WarmPacer *pacer)
+{
+	BlockNumber i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (pacer && pacer->no_evict && !wc_have_free_buffer())
+			break;
+		ReleaseBuffer(ReadBufferExtended(rel, fork, block + i, RBM_NORMAL, NULL));
+	}
+	return i;
+}
 
 /* What wc_warm_ranges() was asked to do. */
 typedef struct WarmJob
@@ -352,36 +401,48 @@ warm_loop(WarmJob *job)
 			BlockNumber i;
 
 #ifdef WC_HAVE_READ_STREAM
-			if (stream == NULL)
-			{
-				ss.cur = cur;
-				ss.pacer = pacer;
-				stream = read_stream_begin_relation(WC_READ_STREAM_FLAGS,
-													NULL, rel, fork,
-													stream_next_block,
-													&ss, 0);
-			}
-			for (i = 0; i < n; i++)
-			{
-				Buffer		buf = read_stream_next_buffer(stream, NULL);
 
-				if (buf == InvalidBuffer)
-					break;		/* ended early: no free buffer left */
-				ReleaseBuffer(buf);
-			}
-			if (i < n)
+			/*
+			 * While the pacer holds the look-ahead back, so must we: a read
+			 * stream would look ahead by its own distance.  The advice has
+			 * started the reads already, so plain reads do not wait long.
+			 */
+			if (pacer && window < wc_default_window())
 			{
-				read_stream_end(stream);
-				stream = NULL;
+				if (stream)
+				{
+					read_stream_end(stream);
+					stream = NULL;
+				}
+				i = load_plain(rel, fork, block, n, pacer);
+			}
+			else
+			{
+				if (stream == NULL)
+				{
+					ss.cur = cur;
+					ss.pacer = pacer;
+					stream = read_stream_begin_relation(WC_READ_STREAM_FLAGS,
+														NULL, rel, fork,
+														stream_next_block,
+														&ss, 0);
+				}
+				for (i = 0; i < n; i++)
+				{
+					Buffer		buf = read_stream_next_buffer(stream, NULL);
+
+					if (buf == InvalidBuffer)
+						break;	/* ended early: no free buffer left */
+					ReleaseBuffer(buf);
+				}
+				if (i < n)
+				{
+					read_stream_end(stream);
+					stream = NULL;
+				}
 			}
 #else
-			for (i = 0; i < n; i++)
-			{
-				if (pacer && pacer->no_evict && !wc_have_free_buffer())
-					break;
-				ReleaseBuffer(ReadBufferExtended(rel, fork, block + i,
-												 RBM_NORMAL, NULL));
-			}
+			i = load_plain(rel, fork, block, n, pacer);
 #endif
 			if (i < n)
 			{
