@@ -463,7 +463,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	values[i] = Int64GetDatum(s.last_dump_blocks);
 	nulls[i++] = (s.last_dump_at == 0);
 	values[i] = Float8GetDatum(s.last_dump_seconds);
-	nulls[i++] = (s.last_dump_at == 0);
+	nulls[i++] = (s.last_dump_at == 0 || s.last_dump_seconds < 0);
 	values[i] = CStringGetTextDatum(wc_mode_name(s.restore_mode));
 	nulls[i++] = (s.restore_started_at == 0);
 	values[i] = ts_or_null(s.restore_started_at, &nulls[i]);

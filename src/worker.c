@@ -403,6 +403,13 @@ run_restore(WarmMode mode)
 	started = GetCurrentTimestamp();
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	if (wc_shared->last_dump_at == 0)
+	{
+		/* The dump was written before this start: show it. */
+		wc_shared->last_dump_at = hdr.dumped_at;
+		wc_shared->last_dump_blocks = (int64) hdr.nblocks;
+		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
+	}
 	wc_shared->restore_requested = false;
 	wc_shared->restore_mode = mode;
 	wc_shared->restore_incomplete = false;
