@@ -146,6 +146,8 @@ typedef struct WarmSlot
 	Oid			db;
 	int			pid;
 	bool		with_global;	/* also restores shared catalogs (db 0) */
+	int			stripe;			/* this worker's share of the database: */
+	int			nstripes;		/* see stripe_of() in worker.c */
 	bool		in_use;
 	uint64		total;			/* blocks of this database in the file */
 	pg_atomic_uint64 processed; /* restored + skipped so far */

@@ -60,8 +60,20 @@
 typedef struct DbCount
 {
 	Oid			db;
-	uint64		blocks;
+	uint64		blocks;			/* in the file, shared catalogs included for
+								 * the first */
+	uint64		processed;		/* by its workers that ended */
+	int			launched;		/* stripes started */
+	int			running;
 } DbCount;
+
+/*
+ * A database restored by several workers is cut into stripes of
+ * WC_STRIPE_BLOCKS blocks of each relation fork, dealt round-robin, so each
+ * worker still reads long sequential pieces and all follow the rank order.
+ */
+#define WC_STRIPE_BLOCKS	4096
+#define WC_MAX_STRIPES		8
 
 /* Pacer of a restore worker. */
 typedef struct RestorePacer
@@ -254,11 +266,14 @@ pg_warmcache_restore_main(Datum arg)
 		proc_exit(0);
 	while (!p.base.stop && wc_reader_next(&r, &run))
 	{
-		if (run.db != slot->db && !(run.db == InvalidOid && slot->with_global))
+		BlockNumber start = run.start;
+		BlockNumber end = run.start + run.count;
+		bool		global = (run.db == InvalidOid);
+
+		if (run.db != slot->db && !(global && slot->with_global))
 			continue;
 		if (nranges > 0 &&
-			(nranges == WC_BATCH_RUNS || run.rank != key.rank ||
-			 run.db != key.db || run.spc != key.spc ||
+			(run.rank != key.rank || run.db != key.db || run.spc != key.spc ||
 			 run.relnumber != key.relnumber || run.fork != key.fork))
 		{
 			restore_batch(&p, &key, ranges, nranges, blocks);
@@ -266,10 +281,35 @@ pg_warmcache_restore_main(Datum arg)
 			blocks = 0;
 		}
 		key = run;
-		ranges[nranges].start = run.start;
-		ranges[nranges].count = run.count;
-		nranges++;
-		blocks += run.count;
+
+		/* Keep this worker's stripes of the run; shared catalogs whole. */
+		while (start < end)
+		{
+			BlockNumber piece_end = end;
+
+			if (!global && slot->nstripes > 1)
+			{
+				BlockNumber stripe_no = start / WC_STRIPE_BLOCKS;
+
+				piece_end = Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
+				if ((stripe_no + run.relnumber) % slot->nstripes != slot->stripe)
+				{
+					start = piece_end;
+					continue;
+				}
+			}
+			if (nranges == WC_BATCH_RUNS)
+			{
+				restore_batch(&p, &key, ranges, nranges, blocks);
+				nranges = 0;
+				blocks = 0;
+			}
+			ranges[nranges].start = start;
+			ranges[nranges].count = piece_end - start;
+			nranges++;
+			blocks += piece_end - start;
+			start = piece_end;
+		}
 	}
 	if (nranges > 0 && !p.base.stop)
 		restore_batch(&p, &key, ranges, nranges, blocks);
@@ -326,8 +366,8 @@ count_databases(int *ndbs, uint64 *global)
 					dbs = dbs ? repalloc(dbs, cap * sizeof(DbCount)) :
 						palloc(cap * sizeof(DbCount));
 				}
+				memset(&dbs[n], 0, sizeof(DbCount));
 				dbs[n].db = run.db;
-				dbs[n].blocks = 0;
 				n++;
 			}
 			dbs[i].blocks += run.count;
@@ -374,9 +414,10 @@ run_restore(WarmMode mode)
 	DbCount    *dbs;
 	int			ndbs;
 	uint64		global;
-	int			next = 0;
+	int			next = 0;		/* next database to start a stripe of */
+	int			nstripes;
 	BackgroundWorkerHandle *handles[WC_MAX_RESTORE_WORKERS] = {0};
-	uint64		slot_total[WC_MAX_RESTORE_WORKERS] = {0};
+	int			slot_db[WC_MAX_RESTORE_WORKERS] = {0};
 	bool		stopped = false;
 	uint64		done;
 	uint64		skipped;
@@ -400,6 +441,10 @@ run_restore(WarmMode mode)
 	}
 
 	dbs = count_databases(&ndbs, &global);
+	if (ndbs > 0)
+		dbs[0].blocks += global;
+	/* Workers to spare split the databases into stripes. */
+	nstripes = ndbs > 0 ? Max(1, Min(wc_restore_workers / ndbs, WC_MAX_STRIPES)) : 1;
 	started = GetCurrentTimestamp();
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -447,10 +492,15 @@ run_restore(WarmMode mode)
 			wc_shared->abort_requested = true;	/* the workers look at it */
 		}
 
-		/* Reap workers that ended; what they did not do was skipped. */
+		/*
+		 * Reap workers that ended.  When all stripes of a database have
+		 * ended, what they did not process was skipped (a dropped database
+		 * ends its workers as they connect).
+		 */
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
 		{
 			WarmSlot   *slot = &wc_shared->slots[i];
+			DbCount    *d;
 			pid_t		pid;
 
 			if (handles[i] == NULL)
@@ -460,48 +510,56 @@ run_restore(WarmMode mode)
 				running++;
 				continue;
 			}
-			if (!stopped)
-			{
-				uint64		processed = pg_atomic_read_u64(&slot->processed);
-
-				if (processed < slot_total[i])
-					pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-											slot_total[i] - processed);
-			}
+			d = &dbs[slot_db[i]];
+			d->processed += pg_atomic_read_u64(&slot->processed);
+			d->running--;
+			if (!stopped && d->running == 0 && d->launched == nstripes &&
+				d->processed < d->blocks)
+				pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+										d->blocks - d->processed);
 			pfree(handles[i]);
 			handles[i] = NULL;
 			slot->in_use = false;
 			slot->pid = 0;
 		}
 
-		/* Start more. */
+		/* Start more: the stripes of one database, then the next. */
 		while (!stopped && next < ndbs && running < wc_restore_workers)
 		{
+			DbCount    *d = &dbs[next];
+
 			for (i = 0; i < WC_MAX_RESTORE_WORKERS && handles[i] != NULL; i++)
 				;
 			Assert(i < WC_MAX_RESTORE_WORKERS);
-			wc_shared->slots[i].db = dbs[next].db;
-			wc_shared->slots[i].with_global = (next == 0);
+			wc_shared->slots[i].db = d->db;
+			wc_shared->slots[i].with_global = (next == 0 && d->launched == 0);
+			wc_shared->slots[i].stripe = d->launched;
+			wc_shared->slots[i].nstripes = nstripes;
 			wc_shared->slots[i].in_use = true;
 			wc_shared->slots[i].pid = 0;
 			pg_atomic_write_u64(&wc_shared->slots[i].processed, 0);
-			slot_total[i] = dbs[next].blocks + (next == 0 ? global : 0);
+			slot_db[i] = next;
+			d->launched++;
 			if (launch_restore_worker(i, &handles[i]))
+			{
+				d->running++;
 				running++;
+			}
 			else
 			{
 				ereport(WARNING,
 						(errmsg("pg_warmcache: could not start a restore worker for database %u",
-								dbs[next].db),
+								d->db),
 						 errhint("Consider raising \"max_worker_processes\".")));
-				pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-										slot_total[i]);
-				if (handles[i])
-					pfree(handles[i]);
 				handles[i] = NULL;
 				wc_shared->slots[i].in_use = false;
+				if (d->running == 0 && d->launched == nstripes &&
+					d->processed < d->blocks)
+					pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+											d->blocks - d->processed);
 			}
-			next++;
+			if (d->launched == nstripes)
+				next++;
 		}
 
 		if (running == 0 && (next >= ndbs || stopped))
