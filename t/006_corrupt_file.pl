@@ -1,0 +1,238 @@
+# Copyright (c) 2026, pg_warmcache developers
+#
+# A dump file that cannot be used (truncated, bad checksum, wrong magic,
+# version or major, another cluster's, trailing garbage, empty) does not
+# keep the server from starting: the autowarm worker logs one WARNING that
+# names the file and the problem, renames the file to
+# pg_warmcache.blocks.corrupt with its bytes intact, and the next dump
+# writes a good file.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use constant HEADER_SIZE => 56;
+use constant RUN_SIZE => 28;
+
+sub slurp_bin
+{
+	my ($path) = @_;
+	open(my $fh, '<', $path) or die "could not read \"$path\": $!";
+	binmode $fh;
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	return $bytes // '';
+}
+
+sub write_bin
+{
+	my ($path, $bytes) = @_;
+	open(my $fh, '>', $path) or die "could not write \"$path\": $!";
+	binmode $fh;
+	print $fh $bytes;
+	close $fh or die "could not write \"$path\": $!";
+	return;
+}
+
+# The header fields, in the machine's byte order as the server writes them.
+sub header
+{
+	my ($bytes) = @_;
+	my %h;
+	@h{qw(magic version pg_major blcksz sysid dumped_at nblocks nruns flags crc)}
+	  = unpack('L4 Q q Q Q L L', $bytes);
+	return \%h;
+}
+
+# Replace the 32-bit field at $off of a copy of the file.
+sub set_u32
+{
+	my ($bytes, $off, $value) = @_;
+	substr($bytes, $off, 4) = pack('L', $value);
+	return $bytes;
+}
+
+my $node = PostgreSQL::Test::Cluster->new('corrupt');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pg_warmcache'
+pg_warmcache.dump_interval = 0
+});
+$node->start;
+my $pgdata = $node->data_dir;
+my $file = "$pgdata/pg_warmcache.blocks";
+my $bad = "$pgdata/pg_warmcache.blocks.corrupt";
+
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION pg_warmcache;
+	CREATE TABLE t (id int, pad text);
+	INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g;
+});
+my $n = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+cmp_ok($n, '>', 0, 'a dump of the buffer cache holds blocks');
+my $good = slurp_bin($file);
+my $h = header($good);
+cmp_ok($h->{nruns}, '>=', 4, 'the good file holds several runs');
+is(length($good), HEADER_SIZE + $h->{nruns} * RUN_SIZE,
+	'the good file has the size its header announces');
+is($h->{nblocks}, $n, 'the header counts the blocks the dump returned');
+my $major = $h->{pg_major};
+
+# A file of another cluster: same major and format, another system
+# identifier.
+my $other = PostgreSQL::Test::Cluster->new('other');
+$other->init;
+$other->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pg_warmcache'
+pg_warmcache.dump_interval = 0
+});
+$other->start;
+$other->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
+cmp_ok($other->safe_psql('postgres', 'SELECT warmcache_dump_now()'),
+	'>', 0, 'the other cluster dumps its buffer cache');
+$other->stop;
+my $foreign = slurp_bin($other->data_dir . '/pg_warmcache.blocks');
+isnt(header($foreign)->{sysid}, $h->{sysid},
+	'the other cluster has another system identifier');
+
+# A byte flipped in the last run's block number: the runs stay valid and
+# in order, only the checksum tells.
+my $flipped = $good;
+my $pos = length($good) - RUN_SIZE + 20 + 3;
+substr($flipped, $pos, 1) = chr(ord(substr($flipped, $pos, 1)) ^ 0x01);
+
+# The first two runs swapped: same bytes, same checksum, but out of order.
+my $swapped = $good;
+substr($swapped, HEADER_SIZE, 2 * RUN_SIZE) =
+    substr($good, HEADER_SIZE + RUN_SIZE, RUN_SIZE)
+  . substr($good, HEADER_SIZE, RUN_SIZE);
+
+my $cut = HEADER_SIZE + int($h->{nruns} / 2) * RUN_SIZE + RUN_SIZE / 2;
+
+my @cases = (
+	[
+		'truncated in the middle of the runs',
+		substr($good, 0, $cut),
+		qr/file is truncated: $cut bytes, the header announces $h->{nruns} runs/
+	],
+	[
+		'shorter than the header', substr($good, 0, 30),
+		qr/file is truncated: 30 bytes, shorter than its header/
+	],
+	[ 'empty', '', qr/file is truncated: 0 bytes, shorter than its header/ ],
+	[
+		'a byte flipped in a run', $flipped,
+		qr/checksum mismatch \(stored [0-9A-F]{8}, computed [0-9A-F]{8}\)/
+	],
+	[
+		'runs out of order', $swapped,
+		qr/run 1 is invalid or out of order/
+	],
+	[
+		'wrong magic number', set_u32($good, 0, 0x12345678),
+		qr/not a pg_warmcache dump file \(bad magic number 12345678\)/
+	],
+	[
+		'wrong format version', set_u32($good, 4, 99),
+		qr/unsupported format version 99, expected 1/
+	],
+	[
+		'wrong PostgreSQL major', set_u32($good, 8, $major + 1),
+		qr/written by PostgreSQL major version ${\($major + 1)}, this server is $major/
+	],
+	[
+		"another cluster's file", $foreign,
+		qr/written by another database system \(system identifier \d+, this one is $h->{sysid}\)/
+	],
+	[
+		'trailing garbage', $good . 'GARBAGE',
+		qr/file has 7 bytes of trailing data/
+	],);
+
+for my $case (@cases)
+{
+	my ($name, $bytes, $problem) = @$case;
+
+	# The .corrupt file of the case before, if any, is replaced.
+	$node->stop;
+	write_bin($file, $bytes);
+	my $offset = -s $node->logfile;
+	$node->start;
+
+	# The worker checks the file right after start; it is idle again once
+	# it has dealt with it.
+	$node->wait_for_log(
+		qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: /,
+		$offset);
+	$node->poll_query_until('postgres',
+		"SELECT state = 'idle' AND worker_pid IS NOT NULL FROM warmcache_status()"
+	) or die "timed out waiting for the worker to go idle";
+
+	is($node->safe_psql('postgres', 'SELECT 1 + 1'),
+		'2', "$name: the server serves queries");
+
+	my $log = slurp_file($node->logfile, $offset);
+	my @warnings = ($log =~ /^.*WARNING:.*$/mg);
+	is(scalar(@warnings), 1, "$name: exactly one WARNING in the log")
+	  or diag(join("\n", @warnings));
+	like(
+		$warnings[0] // '',
+		qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: $problem/,
+		"$name: the WARNING names the file and the problem");
+	like($log, qr/DETAIL:  It has been renamed to "pg_warmcache\.blocks\.corrupt"/,
+		"$name: the log says where the file went");
+	unlike($log, qr/pg_warmcache: restoring/, "$name: no restore was started");
+
+	ok(!-e $file, "$name: pg_warmcache.blocks is gone");
+	ok(-e $bad && slurp_bin($bad) eq $bytes,
+		"$name: pg_warmcache.blocks.corrupt holds the bad bytes");
+	is( $node->safe_psql('postgres',
+			'SELECT restore_started_at IS NULL FROM warmcache_status()'),
+		't',
+		"$name: the status shows no restore");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()'),
+		'0', "$name: warmcache_blocks() sees no file");
+
+	# The next dump writes a good file.
+	my $dumped = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+	cmp_ok($dumped, '>', 0, "$name: warmcache_dump_now() writes a new file");
+	my $new = slurp_bin($file);
+	my $nh = header($new);
+	ok( $nh->{magic} == 0x4D525757
+		  && $nh->{version} == 1
+		  && $nh->{sysid} == $h->{sysid}
+		  && $nh->{nblocks} == $dumped
+		  && length($new) == HEADER_SIZE + $nh->{nruns} * RUN_SIZE,
+		"$name: the new file has a good header");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()'),
+		$dumped, "$name: warmcache_blocks() reads the new file");
+	ok(slurp_bin($bad) eq $bytes,
+		"$name: the set-aside file is left alone by the dump");
+	ok(!-e "$file.tmp", "$name: no temporary file is left");
+}
+
+# And a good file is restored at start again, without a warning.
+$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+$node->stop;
+my $offset = -s $node->logfile;
+$node->start;
+$node->poll_query_until('postgres',
+	'SELECT restore_finished_at IS NOT NULL FROM warmcache_status()')
+  or die "timed out waiting for the restore";
+is( $node->safe_psql(
+		'postgres',
+		'SELECT restore_incomplete, restore_blocks_total > 0 FROM warmcache_status()'
+	),
+	'f|t',
+	'a good file is restored at start');
+unlike(slurp_file($node->logfile, $offset),
+	qr/WARNING/, 'a good file causes no warning');
+
+$node->stop;
+done_testing();
