@@ -44,14 +44,15 @@ typedef struct WarmRange
 
 /*
  * Pacing of a warming loop.  The engine calls pace() before each I/O chunk
- * with the number of blocks it finished since the previous call; pace() may
- * sleep, shrink or grow the look-ahead window, or ask the engine to stop.
- * warm() passes no pacer and runs at full speed.
+ * with the blocks it finished since the previous call, those now in shared
+ * buffers and those only in the OS cache; pace() may sleep, shrink or grow
+ * the look-ahead window, or ask the engine to stop.  warm() passes no
+ * pacer and runs at full speed.
  */
 typedef struct WarmPacer WarmPacer;
 struct WarmPacer
 {
-	void		(*pace) (WarmPacer *pacer, uint64 blocks);
+	void		(*pace) (WarmPacer *pacer, uint64 in_buffers, uint64 os_only);
 	int			window;			/* look-ahead, in blocks; 0 = no advice */
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
@@ -146,11 +147,13 @@ typedef struct WarmSlot
 	Oid			db;
 	int			pid;
 	bool		with_global;	/* also restores shared catalogs (db 0) */
-	int			stripe;			/* this worker's share of the database: */
-	int			nstripes;		/* see stripe_of() in worker.c */
+	bool		only_global;	/* restores only shared catalogs */
+	int			stripe;			/* this worker's share of the database, */
+	int			nstripes;		/* see WC_STRIPE_BLOCKS in worker.c */
 	bool		in_use;
-	uint64		total;			/* blocks of this database in the file */
-	pg_atomic_uint64 processed; /* restored + skipped so far */
+	bool		connected;		/* set by the worker once connected */
+	pg_atomic_uint64 processed; /* restored + skipped so far, of db */
+	pg_atomic_uint64 processed_global;	/* the same, of shared catalogs */
 } WarmSlot;
 
 typedef struct WarmShared

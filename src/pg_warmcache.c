@@ -180,7 +180,10 @@ wc_shmem_startup(void)
 		pg_atomic_init_u64(&wc_shared->restore_blocks_skipped, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		{
 			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
+			pg_atomic_init_u64(&wc_shared->slots[i].processed_global, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -64,13 +64,6 @@ typedef struct RangeCursor
 	BlockNumber off;			/* blocks of it already passed */
 } RangeCursor;
 
-#ifdef WC_HAVE_READ_STREAM
-typedef struct StreamState
-{
-	RangeCursor cur;
-	WarmPacer  *pacer;
-} StreamState;
-#endif
 
 /*
  * Mode names, as warm() and pg_warmcache.restore_mode spell them.
@@ -248,21 +241,18 @@ advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf)
 
 #ifdef WC_HAVE_READ_STREAM
 /*
- * Read stream callback: the next block of the range list.  It ends the
- * stream early when the pacer forbids eviction and no free buffer is left.
+ * Read stream callback: the next block of the range list.
  */
 static BlockNumber
 stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
 {
-	StreamState *s = private_data;
+	RangeCursor *c = private_data;
 	BlockNumber block;
 
-	if (cursor_done(&s->cur))
+	if (cursor_done(c))
 		return InvalidBlockNumber;
-	if (s->pacer && s->pacer->no_evict && !wc_have_free_buffer())
-		return InvalidBlockNumber;
-	block = cursor_block(&s->cur);
-	cursor_advance(&s->cur, 1);
+	block = cursor_block(c);
+	cursor_advance(c, 1);
 	return block;
 }
 #endif
@@ -271,6 +261,12 @@ stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
  * Load n blocks from block on into shared buffers one at a time.  Returns
  * how many were loaded: fewer if the pacer forbids eviction and no free
  * buffer is left.
+ *
+ * NB: a paced loop (the restore) always loads this way, never through a
+ * read stream: a stream allocates the buffers of a combined read at once,
+ * after its callback looked at the free list, so it can evict up to
+ * io_combine_limit buffers when the free list runs dry.  Our advice has
+ * started the reads already; this loop mostly copies from the OS cache.
  */
 static BlockNumber
 load_plain(Relation rel, ForkNumber fork, BlockNumber block, BlockNumber n,
@@ -285,6 +281,31 @@ load_plain(Relation rel, ForkNumber fork, BlockNumber block, BlockNumber n,
 		ReleaseBuffer(ReadBufferExtended(rel, fork, block + i, RBM_NORMAL, NULL));
 	}
 	return i;
+}
+
+/*
+ * Read n blocks from block on into private memory: the OS cache keeps them.
+ * Returns false if the file is shorter than that (the relation shrank).
+ */
+static bool
+read_os(SegFile *sf, BlockNumber block, BlockNumber n, char **iobuf)
+{
+	File		f = seg_file(sf, block);
+	int			nread;
+
+	if (f < 0)
+		return false;
+	if (*iobuf == NULL)
+		*iobuf = palloc(WC_IO_BLOCKS * BLCKSZ);
+	nread = FileRead(f, *iobuf, (size_t) n * BLCKSZ,
+					 (off_t) (block % RELSEG_SIZE) * BLCKSZ,
+					 WAIT_EVENT_DATA_FILE_READ);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read blocks %u..%u of file \"%s\": %m",
+						block, block + n - 1, sf->path)));
+	return nread == (int) (n * BLCKSZ);
 }
 
 /* What wc_warm_ranges() was asked to do. */
@@ -310,19 +331,18 @@ warm_loop(WarmJob *job)
 	Relation	rel = job->rel;
 	ForkNumber	fork = job->fork;
 	WarmMode	mode = job->mode;
-	const WarmRange *ranges = job->ranges;
-	int			nranges = job->nranges;
 	WarmPacer  *pacer = job->pacer;
 	SegFile    *sf = job->sf;
-	RangeCursor cur = {ranges, nranges, 0, 0};
-	RangeCursor adv = {ranges, nranges, 0, 0};
+	RangeCursor cur = {job->ranges, job->nranges, 0, 0};
+	RangeCursor adv = {job->ranges, job->nranges, 0, 0};
 	uint64		done = 0;
 	uint64		advised = 0;
-	uint64		since_pace = 0;
+	uint64		in_buffers = 0; /* since the last pace() */
+	uint64		os_only = 0;
 	char	   *iobuf = NULL;
 #ifdef WC_HAVE_READ_STREAM
 	ReadStream *stream = NULL;
-	StreamState ss;
+	RangeCursor scur;
 #endif
 
 	cursor_advance(&cur, 0);	/* skip empty ranges */
@@ -337,8 +357,8 @@ warm_loop(WarmJob *job)
 		CHECK_FOR_INTERRUPTS();
 		if (pacer)
 		{
-			pacer->pace(pacer, since_pace);
-			since_pace = 0;
+			pacer->pace(pacer, in_buffers, os_only);
+			in_buffers = os_only = 0;
 			if (pacer->stop)
 				break;
 		}
@@ -347,122 +367,60 @@ warm_loop(WarmJob *job)
 		n = cursor_piece(&cur, WC_IO_BLOCKS);
 		block = cursor_block(&cur);
 
+		/* In prefetch mode the advice is the work. */
 		if (mode == WARM_PREFETCH)
-		{
-			/* The advice is the work. */
 			advise_until(&adv, &advised, done + n, &sf[1]);
-			cursor_advance(&cur, n);
-			done += n;
-			since_pace += n;
-			continue;
-		}
-
-		if (window > 0)
+		else if (window > 0)
 			advise_until(&adv, &advised, done + n + window, &sf[1]);
 
-		if (mode == WARM_BUFFER && pacer && pacer->no_evict &&
-			!wc_have_free_buffer())
-		{
-			/* Shared buffers are full: the rest goes to the OS cache. */
-			pacer->buffers_full = true;
-			mode = WARM_READ;
-#ifdef WC_HAVE_READ_STREAM
-			if (stream)
-			{
-				read_stream_end(stream);
-				stream = NULL;
-			}
-#endif
-		}
-
-		if (mode == WARM_READ)
-		{
-			File		f = seg_file(&sf[0], block);
-			int			nread;
-
-			if (f < 0)
-				break;			/* the relation shrank under us */
-			if (iobuf == NULL)
-				iobuf = palloc(WC_IO_BLOCKS * BLCKSZ);
-			nread = FileRead(f, iobuf, (size_t) n * BLCKSZ,
-							 (off_t) (block % RELSEG_SIZE) * BLCKSZ,
-							 WAIT_EVENT_DATA_FILE_READ);
-			if (nread < 0)
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not read blocks %u..%u of file \"%s\": %m",
-								block, block + n - 1, sf[0].path)));
-			if (nread < (int) (n * BLCKSZ))
-				break;
-			cursor_advance(&cur, n);
-		}
-		else
+		if (mode == WARM_BUFFER)
 		{
 			BlockNumber i;
 
 #ifdef WC_HAVE_READ_STREAM
-
-			/*
-			 * While the pacer holds the look-ahead back, so must we: a read
-			 * stream would look ahead by its own distance.  The advice has
-			 * started the reads already, so plain reads do not wait long.
-			 */
-			if (pacer && window < wc_default_window())
-			{
-				if (stream)
-				{
-					read_stream_end(stream);
-					stream = NULL;
-				}
-				i = load_plain(rel, fork, block, n, pacer);
-			}
-			else
+			if (pacer == NULL)
 			{
 				if (stream == NULL)
 				{
-					ss.cur = cur;
-					ss.pacer = pacer;
+					scur = cur;
 					stream = read_stream_begin_relation(WC_READ_STREAM_FLAGS,
 														NULL, rel, fork,
 														stream_next_block,
-														&ss, 0);
+														&scur, 0);
 				}
 				for (i = 0; i < n; i++)
-				{
-					Buffer		buf = read_stream_next_buffer(stream, NULL);
-
-					if (buf == InvalidBuffer)
-						break;	/* ended early: no free buffer left */
-					ReleaseBuffer(buf);
-				}
-				if (i < n)
-				{
-					read_stream_end(stream);
-					stream = NULL;
-				}
+					ReleaseBuffer(read_stream_next_buffer(stream, NULL));
 			}
-#else
-			i = load_plain(rel, fork, block, n, pacer);
+			else
 #endif
+				i = load_plain(rel, fork, block, n, pacer);
+			in_buffers += i;
+			done += i;
+			cursor_advance(&cur, i);
 			if (i < n)
 			{
 				/* Out of free buffers: the rest goes to the OS cache. */
-				Assert(pacer != NULL);
 				pacer->buffers_full = true;
 				mode = WARM_READ;
 			}
-			cursor_advance(&cur, i);
-			n = i;
+			continue;
 		}
+
+		if (mode == WARM_READ && !read_os(&sf[0], block, n, &iobuf))
+			break;				/* the relation shrank under us */
+		os_only += n;
 		done += n;
-		since_pace += n;
+		cursor_advance(&cur, n);
 	}
-	if (pacer && since_pace > 0)
-		pacer->pace(pacer, since_pace);
+	if (pacer && (in_buffers > 0 || os_only > 0))
+		pacer->pace(pacer, in_buffers, os_only);
 
 #ifdef WC_HAVE_READ_STREAM
 	if (stream)
+	{
+		Assert(read_stream_next_buffer(stream, NULL) == InvalidBuffer);
 		read_stream_end(stream);
+	}
 #endif
 	if (iobuf)
 		pfree(iobuf);

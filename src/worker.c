@@ -84,6 +84,7 @@ typedef struct RestorePacer
 	TimestampTz started;
 	uint64		done;			/* blocks warmed by this worker */
 	uint64		os_blocks;		/* of which into the OS cache only */
+	pg_atomic_uint64 *processed;	/* the slot's counter for this batch */
 } RestorePacer;
 
 static int	restore_slot = -1;
@@ -110,20 +111,21 @@ wc_register_main_worker(void)
 /*---- The restore worker of one database ----*/
 
 static void
-pace_restore(WarmPacer *base, uint64 blocks)
+pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 {
 	RestorePacer *p = (RestorePacer *) base;
+	uint64		blocks = in_buffers + os_only;
 
 	if (blocks > 0)
 	{
 		p->done += blocks;
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
-		pg_atomic_fetch_add_u64(&p->slot->processed, blocks);
-		if (p->base.buffers_full || p->mode != WARM_BUFFER)
-		{
-			p->os_blocks += blocks;
-			pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, blocks);
-		}
+		pg_atomic_fetch_add_u64(p->processed, blocks);
+	}
+	if (os_only > 0)
+	{
+		p->os_blocks += os_only;
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
 	}
 
 	if (wc_shared->abort_requested)
@@ -181,6 +183,8 @@ restore_batch(RestorePacer *p, const WarmRun *key, WarmRange *ranges,
 	uint64		skipped = blocks;
 	uint64		before = p->done;
 
+	p->processed = key->db == InvalidOid ? &p->slot->processed_global :
+		&p->slot->processed;
 	StartTransactionCommand();
 	relid = RelidByRelfilenumber(key->spc, key->relnumber);
 	if (OidIsValid(relid))
@@ -214,7 +218,7 @@ restore_batch(RestorePacer *p, const WarmRun *key, WarmRange *ranges,
 	if (skipped > 0)
 	{
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped, skipped);
-		pg_atomic_fetch_add_u64(&p->slot->processed, skipped);
+		pg_atomic_fetch_add_u64(p->processed, skipped);
 	}
 }
 
@@ -251,6 +255,7 @@ pg_warmcache_restore_main(Datum arg)
 	/* A database dropped since the dump ends us here, with FATAL. */
 	BackgroundWorkerInitializeConnectionByOid(slot->db, InvalidOid, 0);
 	slot->pid = MyProcPid;
+	slot->connected = true;
 	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");
 
 	memset(&p, 0, sizeof(p));
@@ -260,6 +265,7 @@ pg_warmcache_restore_main(Datum arg)
 	p.slot = slot;
 	p.mode = wc_shared->restore_mode;
 	p.started = GetCurrentTimestamp();
+	p.processed = &slot->processed;
 
 	ranges = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
 	if (!wc_reader_open(&r, true))
@@ -270,7 +276,8 @@ pg_warmcache_restore_main(Datum arg)
 		BlockNumber end = run.start + run.count;
 		bool		global = (run.db == InvalidOid);
 
-		if (run.db != slot->db && !(global && slot->with_global))
+		if (global ? !slot->with_global :
+			(run.db != slot->db || slot->only_global))
 			continue;
 		if (nranges > 0 &&
 			(run.rank != key.rank || run.db != key.db || run.spc != key.spc ||
@@ -418,6 +425,9 @@ run_restore(WarmMode mode)
 	int			nstripes;
 	BackgroundWorkerHandle *handles[WC_MAX_RESTORE_WORKERS] = {0};
 	int			slot_db[WC_MAX_RESTORE_WORKERS] = {0};
+	bool		global_pending;	/* shared catalogs wait for a worker */
+	uint64		global_processed = 0;
+	Oid			good_db = InvalidOid;	/* a database a worker connected to */
 	bool		stopped = false;
 	uint64		done;
 	uint64		skipped;
@@ -441,8 +451,7 @@ run_restore(WarmMode mode)
 	}
 
 	dbs = count_databases(&ndbs, &global);
-	if (ndbs > 0)
-		dbs[0].blocks += global;
+	global_pending = global > 0;
 	/* Workers to spare split the databases into stripes. */
 	nstripes = ndbs > 0 ? Max(1, Min(wc_restore_workers / ndbs, WC_MAX_STRIPES)) : 1;
 	started = GetCurrentTimestamp();
@@ -472,10 +481,6 @@ run_restore(WarmMode mode)
 					hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
 					ndbs, wc_mode_name(mode))));
 
-	/* Shared catalogs need a database to be read from; alone, they are skipped. */
-	if (ndbs == 0 && global > 0)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped, global);
-
 	for (;;)
 	{
 		int			running = 0;
@@ -495,12 +500,12 @@ run_restore(WarmMode mode)
 		/*
 		 * Reap workers that ended.  When all stripes of a database have
 		 * ended, what they did not process was skipped (a dropped database
-		 * ends its workers as they connect).
+		 * ends its workers as they connect).  Shared catalogs whose worker
+		 * could not connect wait for another.
 		 */
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
 		{
 			WarmSlot   *slot = &wc_shared->slots[i];
-			DbCount    *d;
 			pid_t		pid;
 
 			if (handles[i] == NULL)
@@ -510,65 +515,99 @@ run_restore(WarmMode mode)
 				running++;
 				continue;
 			}
-			d = &dbs[slot_db[i]];
-			d->processed += pg_atomic_read_u64(&slot->processed);
-			d->running--;
-			if (!stopped && d->running == 0 && d->launched == nstripes &&
-				d->processed < d->blocks)
-				pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-										d->blocks - d->processed);
+			if (slot->connected)
+				good_db = slot->db;
+			global_processed += pg_atomic_read_u64(&slot->processed_global);
+			if (slot->with_global && !slot->connected)
+				global_pending = true;
+			if (slot_db[i] >= 0)
+			{
+				DbCount    *d = &dbs[slot_db[i]];
+
+				d->processed += pg_atomic_read_u64(&slot->processed);
+				d->running--;
+				if (!stopped && d->running == 0 && d->launched == nstripes &&
+					d->processed < d->blocks)
+					pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+											d->blocks - d->processed);
+			}
 			pfree(handles[i]);
 			handles[i] = NULL;
 			slot->in_use = false;
 			slot->pid = 0;
 		}
 
-		/* Start more: the stripes of one database, then the next. */
-		while (!stopped && next < ndbs && running < wc_restore_workers)
+		/*
+		 * Start more: the stripes of one database, then the next; shared
+		 * catalogs go with the next worker started, or, when all databases
+		 * are started, with a worker of their own in a database known to
+		 * exist.
+		 */
+		while (!stopped && running < wc_restore_workers &&
+			   (next < ndbs || (global_pending && OidIsValid(good_db))))
 		{
-			DbCount    *d = &dbs[next];
+			WarmSlot   *slot;
+			bool		only_global = next >= ndbs;
 
 			for (i = 0; i < WC_MAX_RESTORE_WORKERS && handles[i] != NULL; i++)
 				;
 			Assert(i < WC_MAX_RESTORE_WORKERS);
-			wc_shared->slots[i].db = d->db;
-			wc_shared->slots[i].with_global = (next == 0 && d->launched == 0);
-			wc_shared->slots[i].stripe = d->launched;
-			wc_shared->slots[i].nstripes = nstripes;
-			wc_shared->slots[i].in_use = true;
-			wc_shared->slots[i].pid = 0;
-			pg_atomic_write_u64(&wc_shared->slots[i].processed, 0);
-			slot_db[i] = next;
-			d->launched++;
+			slot = &wc_shared->slots[i];
+			slot->db = only_global ? good_db : dbs[next].db;
+			slot->with_global = global_pending;
+			slot->only_global = only_global;
+			slot->stripe = only_global ? 0 : dbs[next].launched;
+			slot->nstripes = nstripes;
+			slot->in_use = true;
+			slot->connected = false;
+			slot->pid = 0;
+			pg_atomic_write_u64(&slot->processed, 0);
+			pg_atomic_write_u64(&slot->processed_global, 0);
+			slot_db[i] = only_global ? -1 : next;
+			global_pending = false;
+			if (!only_global && ++dbs[next].launched == nstripes)
+				next++;
 			if (launch_restore_worker(i, &handles[i]))
 			{
-				d->running++;
+				if (slot_db[i] >= 0)
+					dbs[slot_db[i]].running++;
 				running++;
 			}
 			else
 			{
 				ereport(WARNING,
 						(errmsg("pg_warmcache: could not start a restore worker for database %u",
-								d->db),
+								slot->db),
 						 errhint("Consider raising \"max_worker_processes\".")));
 				handles[i] = NULL;
-				wc_shared->slots[i].in_use = false;
-				if (d->running == 0 && d->launched == nstripes &&
-					d->processed < d->blocks)
-					pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-											d->blocks - d->processed);
+				slot->in_use = false;
+				global_pending = slot->with_global;
+				if (global_pending && only_global)
+					break;		/* no use trying again at once */
+				if (slot_db[i] >= 0)
+				{
+					DbCount    *d = &dbs[slot_db[i]];
+
+					if (d->running == 0 && d->launched == nstripes &&
+						d->processed < d->blocks)
+						pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+												d->blocks - d->processed);
+				}
 			}
-			if (d->launched == nstripes)
-				next++;
 		}
 
-		if (running == 0 && (next >= ndbs || stopped))
+		if (running == 0 && (stopped || next >= ndbs))
 			break;
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+
+	/* Shared catalogs no worker could read are skipped too. */
+	if (!stopped && global_processed < global)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
+								global - global_processed);
 
 	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
 	skipped = pg_atomic_read_u64(&wc_shared->restore_blocks_skipped);
