@@ -9,7 +9,7 @@
  * database, tablespace, relation, fork and block, which is the order the
  * restore reads them in.  Memory is bounded whatever shared_buffers is: the
  * headers are read in chunks of at most pg_warmcache.sort_chunk entries
- * (1M by default, 24 MB), each chunk
+ * (1M by default, 28 MB), each chunk
  * is sorted and written as runs to a scratch file, and the chunks are then
  * merged.  The result goes to a temporary file that is fsynced and renamed
  * over the old one, so a crash leaves either the old or the new file.
@@ -42,16 +42,6 @@
 /* Runs each merge input buffers. */
 #define WC_MERGE_BUF		256
 
-typedef struct DumpEntry
-{
-	uint32		rank;
-	Oid			db;
-	Oid			spc;
-	RelFileNumber relnumber;
-	uint32		fork;
-	BlockNumber block;
-} DumpEntry;
-
 /* Where runs go: the dump file, or the scratch file for a chunk. */
 typedef struct RunWriter
 {
@@ -80,27 +70,6 @@ typedef struct MergeState
 	MergeInput *inputs;
 } MergeState;
 
-static int
-entry_cmp(const void *a, const void *b)
-{
-	const DumpEntry *x = a;
-	const DumpEntry *y = b;
-
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
-	if (x->db != y->db)
-		return x->db < y->db ? -1 : 1;
-	if (x->spc != y->spc)
-		return x->spc < y->spc ? -1 : 1;
-	if (x->relnumber != y->relnumber)
-		return x->relnumber < y->relnumber ? -1 : 1;
-	if (x->fork != y->fork)
-		return x->fork < y->fork ? -1 : 1;
-	if (x->block != y->block)
-		return x->block < y->block ? -1 : 1;
-	return 0;
-}
-
 /*
  * Order of runs in the file; runs of the same fork compare by start.
  */
@@ -120,6 +89,12 @@ wc_run_cmp(const WarmRun *a, const WarmRun *b)
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
 	return 0;
+}
+
+static int
+run_qsort_cmp(const void *a, const void *b)
+{
+	return wc_run_cmp((const WarmRun *) a, (const WarmRun *) b);
 }
 
 static bool
@@ -175,26 +150,18 @@ writer_flush(RunWriter *w)
 	w->have = false;
 }
 
-/* Sort a chunk of entries and hand its runs to the writer. */
+/*
+ * Sort a chunk of single-block runs and hand them to the writer, which
+ * merges neighbours.
+ */
 static void
-write_chunk(DumpEntry *entries, int n, RunWriter *w)
+write_chunk(WarmRun *entries, int n, RunWriter *w)
 {
 	int			i;
 
-	qsort(entries, n, sizeof(DumpEntry), entry_cmp);
+	qsort(entries, n, sizeof(WarmRun), run_qsort_cmp);
 	for (i = 0; i < n; i++)
-	{
-		WarmRun		run;
-
-		run.rank = entries[i].rank;
-		run.db = entries[i].db;
-		run.spc = entries[i].spc;
-		run.relnumber = entries[i].relnumber;
-		run.fork = entries[i].fork;
-		run.start = entries[i].block;
-		run.count = 1;
-		writer_add(w, &run);
-	}
+		writer_add(w, &entries[i]);
 	writer_flush(w);
 }
 
@@ -306,7 +273,7 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	int			cap = Min(NBuffers, wc_sort_chunk);
-	DumpEntry  *entries = palloc(sizeof(DumpEntry) * cap);
+	WarmRun    *entries = palloc(sizeof(WarmRun) * cap);
 	int			n = 0;
 	List	   *chunks = NIL;
 	RunWriter	sortw = {0};
@@ -320,7 +287,7 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 	{
 		BufferTag	tag;
 		int			usage;
-		DumpEntry  *e;
+		WarmRun    *e;
 		ForkNumber	fork;
 
 		if ((i & 1023) == 0)
@@ -330,9 +297,10 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 			continue;
 		e = &entries[n++];
 		wc_buftag_fields(&tag, &e->db, &e->spc, &e->relnumber, &fork,
-						 &e->block);
+						 &e->start);
 		e->fork = (uint32) fork;
 		e->rank = (uint32) usage;
+		e->count = 1;
 
 		if (n == cap && i < NBuffers - 1)
 		{
