@@ -1,0 +1,359 @@
+# bench/lib.sh: shared by warm-vs-prewarm.sh and warmup.sh (sourced, not run).
+#
+# Clusters live outside the repository, one per (PostgreSQL major, disk):
+#   local:  $BENCH_BASE/pg<major>-local-s<scale>        (default /var/tmp/pgwc-bench)
+#   capped: $CAPPED_DIR/pgwc-bench/pg<major>-s<scale>   (default /var/tmp/capped, a
+#           loop device made by capped-disk.sh, reads capped in a blkio cgroup)
+# Each holds data/ (PGDATA), run/ (unix socket; no TCP), logs/ and the pgbench
+# database "bench".  Servers run as $PG_USER (postgres); clients run as root
+# and connect as that user through the socket.
+#
+# Environment (all optional):
+#   BENCH_BASE     where local clusters and build copies go (/var/tmp/pgwc-bench)
+#   CAPPED_DIR     mount point of the capped disk (/var/tmp/capped)
+#   CAPPED_SIZE    its size when it has to be created (8G)
+#   CAPPED_DISK_SH path of capped-disk.sh (searched: bench/, then
+#                  ../shared/bench/ beside the repository)
+#   PG_CONFIG_15, PG_CONFIG_18, ...  pg_config of a major; default: Debian's for
+#                  15, else the newest $PGWC_CACHE/pg-<major>-*-bench build
+#                  (PGWC_CACHE defaults to /var/cache/pg_warmcache)
+#   PG_USER        server user (postgres)
+#   PGWC_PORT      port number of the socket (5440)
+#   EXTRA_CONF     extra postgresql.conf lines for every server, e.g.
+#                  $'maintenance_io_concurrency = 32\nio_method = worker'
+#   SKIP_INSTALL=1 do not build and install pg_warmcache
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH_DIR/.." && pwd)
+BENCH_BASE=${BENCH_BASE:-/var/tmp/pgwc-bench}
+CAPPED_DIR=${CAPPED_DIR:-/var/tmp/capped}
+CAPPED_SIZE=${CAPPED_SIZE:-8G}
+PG_USER=${PG_USER:-postgres}
+PGWC_PORT=${PGWC_PORT:-5440}
+PGWC_CACHE=${PGWC_CACHE:-/var/cache/pg_warmcache}
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+say() { echo "[$(date +%T)] $*" >&2; }
+now() { date +%s.%N; }
+# elapsed seconds between two `now` values
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+need_root() {
+	[ "$(id -u)" = 0 ] || die "run as root (it drops the OS cache and runs the servers as $PG_USER)"
+}
+
+as_pg() { setpriv --reuid="$PG_USER" --regid="$(id -g "$PG_USER")" --init-groups -- "$@"; }
+
+capped_sh() {
+	local c
+	for c in "${CAPPED_DISK_SH:-}" "$BENCH_DIR/capped-disk.sh" \
+		"$REPO/../shared/bench/capped-disk.sh"; do
+		[ -n "$c" ] && [ -f "$c" ] && { echo "$c"; return 0; }
+	done
+	die "capped-disk.sh not found; set CAPPED_DISK_SH"
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# find_pg_config MAJOR: prints the pg_config path
+find_pg_config() {
+	local major=$1 var="PG_CONFIG_$1" pc=""
+	if [ -n "${!var:-}" ]; then
+		pc=${!var}
+	elif [ "$major" = 15 ] && [ -x /usr/lib/postgresql/15/bin/pg_config ]; then
+		pc=/usr/lib/postgresql/15/bin/pg_config
+	else
+		local d
+		for d in $(ls -d "$PGWC_CACHE"/pg-"$major"-*-bench 2>/dev/null | sort -V -r); do
+			if [ -x "$d/bin/pg_config" ] && [ -f "$d/.complete" ]; then
+				pc=$d/bin/pg_config
+				break
+			fi
+		done
+	fi
+	[ -n "$pc" ] && [ -x "$pc" ] ||
+		die "no pg_config for PostgreSQL $major (a -bench build in $PGWC_CACHE not complete yet?); set PG_CONFIG_$major"
+	echo "$pc"
+}
+
+# use_pg MAJOR: sets PG_CONFIG, BINDIR, PKGLIBDIR and PRIVLIB; builds
+# pg_warmcache from a copy of the repository's work tree (builds for
+# different majors never share object files) and installs it.
+#
+# Other sessions on this machine `make install` their own builds into the
+# same $libdir at any time.  So the servers load a private copy of our
+# library: PRIVLIB comes first in dynamic_library_path, and the extension's
+# functions name the library without "$libdir/" (see ensure_db).
+use_pg() {
+	PG_MAJOR=$1
+	PG_CONFIG=$(find_pg_config "$1")
+	BINDIR=$("$PG_CONFIG" --bindir)
+	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
+	PRIVLIB=$BENCH_BASE/lib-$PG_MAJOR
+	[ -x "$BINDIR/pgbench" ] || die "$BINDIR/pgbench missing"
+	[ -f "$PKGLIBDIR/pg_prewarm.so" ] || die "contrib pg_prewarm missing in $PKGLIBDIR"
+	mkdir -p "$PRIVLIB"
+	if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+		local b=$BENCH_BASE/build-$PG_MAJOR
+		say "building pg_warmcache from $REPO for PostgreSQL $PG_MAJOR in $b"
+		rm -rf "$b" && mkdir -p "$b"
+		tar -C "$REPO" --exclude-vcs --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+			--exclude=./tmp_check --exclude=./results --exclude=./log \
+			--exclude=./bench/out -cf - . | tar -C "$b" -xf -
+		make -s -C "$b" PG_CONFIG="$PG_CONFIG" install >"$b/build.log" 2>&1 ||
+			{ tail -30 "$b/build.log" >&2; die "building pg_warmcache failed"; }
+		cp "$b/pg_warmcache.so" "$PRIVLIB/pg_warmcache.so.tmp"
+		mv "$PRIVLIB/pg_warmcache.so.tmp" "$PRIVLIB/pg_warmcache.so"
+	elif [ ! -f "$PRIVLIB/pg_warmcache.so" ]; then
+		cp "$PKGLIBDIR/pg_warmcache.so" "$PRIVLIB/pg_warmcache.so"
+	fi
+	SO_MD5=$(md5sum <"$PRIVLIB/pg_warmcache.so" | cut -c1-12)
+	SO_CHANGED=""
+}
+
+# The library the servers load must not change while we measure.
+check_so() {
+	local m
+	m=$(md5sum <"$PRIVLIB/pg_warmcache.so" | cut -c1-12)
+	if [ "$m" != "$SO_MD5" ]; then
+		say "WARNING: $PRIVLIB/pg_warmcache.so changed under us ($SO_MD5 -> $m)"
+		SO_CHANGED="$SO_CHANGED $m"
+		SO_MD5=$m
+	fi
+}
+
+repo_version() {
+	local v
+	v=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no -- src include 2>/dev/null)" ]; then
+		v="$v+dirty"
+	fi
+	echo "$v"
+}
+
+# use_cluster DISK SCALE: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
+# to start servers under, or empty), takes the cluster's lock.
+use_cluster() {
+	DISK=$1
+	SCALE=$2
+	CAPPED=""
+	case "$DISK" in
+	local)
+		CLDIR=$BENCH_BASE/pg$PG_MAJOR-local-s$SCALE
+		;;
+	capped)
+		CAPPED=$(capped_sh)
+		bash "$CAPPED" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
+		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
+		;;
+	*) die "unknown disk \"$DISK\" (local or capped)" ;;
+	esac
+	PGDATA=$CLDIR/data
+	SOCK=$CLDIR/run
+	mkdir -p "$CLDIR"
+	chown "$PG_USER:" "$CLDIR"
+	exec 9>"$CLDIR.lock"
+	flock -n 9 || die "another benchmark uses $CLDIR"
+}
+
+# The SQL clients, as root through the socket.
+psqlc() { "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" "$@"; }
+sql() { psqlc -At -d "${DB:-bench}" -c "$1"; }
+
+server_pid() { [ -f "$PGDATA/postmaster.pid" ] && head -1 "$PGDATA/postmaster.pid"; }
+
+server_running() {
+	local pid
+	pid=$(server_pid) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# pg_start LOGFILE: starts the server (under the cap on the capped disk) and
+# returns the moment it accepts connections.  Sets T_LAUNCH and T_READY
+# (epoch seconds) and SERVER_PID.
+pg_start() {
+	local logf=$1 i l pid
+	check_so
+	: >"$logf"
+	chown "$PG_USER:" "$logf"
+	T_LAUNCH=$(now)
+	if [ -n "$CAPPED" ]; then
+		bash "$CAPPED" run setpriv --reuid="$PG_USER" --regid="$(id -g "$PG_USER")" --init-groups -- \
+			"$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
+	else
+		as_pg "$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
+	fi
+	# Poll postmaster.pid's status line every 5 ms: "ready" is written when
+	# the postmaster starts accepting connections.
+	for ((i = 0; i < 60000; i++)); do
+		if [ -f "$PGDATA/postmaster.pid" ]; then
+			mapfile -t l <"$PGDATA/postmaster.pid" 2>/dev/null || true
+			if [[ ${l[7]:-} == ready* ]]; then
+				T_READY=$(now)
+				SERVER_PID=${l[0]}
+				break
+			fi
+		fi
+		# Start-up can take seconds on a busy machine after drop_caches:
+		# fail on the log's word, not on a short timeout.
+		if ((i % 20 == 0)) && grep -Eq '(FATAL|PANIC):' "$logf" && ! server_running; then
+			tail -20 "$logf" >&2
+			die "server failed to start (log $logf)"
+		fi
+		sleep 0.005
+	done
+	[ -n "${T_READY:-}" ] || die "server not ready after 300 s"
+	if [ -n "$CAPPED" ] && ! grep -q 'blkio:/capped_disk' "/proc/$SERVER_PID/cgroup"; then
+		die "server $SERVER_PID is not in the capped blkio cgroup"
+	fi
+}
+
+# verify_lib: the running server and the bench database use PRIVLIB's copy.
+verify_lib() {
+	local maps probin
+	maps=$(grep -o '/[^ ]*/pg_warmcache\.so$' "/proc/$SERVER_PID/maps" | sort -u)
+	[ "$maps" = "$PRIVLIB/pg_warmcache.so" ] ||
+		die "the server loaded \"$maps\", not $PRIVLIB/pg_warmcache.so"
+	probin=$(sql "select string_agg(distinct probin, ',') from pg_proc where probin like '%pg_warmcache%'")
+	[ "$probin" = pg_warmcache ] || die "the extension's functions load \"$probin\", not pg_warmcache"
+}
+
+# A postmaster of ours that has not written postmaster.pid yet.
+starting_postmaster() {
+	pgrep -u "$PG_USER" -f -x "$BINDIR/postgres -D $PGDATA" >/dev/null 2>&1
+}
+
+pg_stop() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		if server_running || ! starting_postmaster; then break; fi
+		sleep 0.1
+	done
+	if server_running; then
+		as_pg "$BINDIR/pg_ctl" -D "$PGDATA" -m fast -w -t 600 stop >/dev/null
+	fi
+}
+
+# Stop the server when the script ends, whatever the reason.
+trap 'pg_stop 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+
+write_conf() {
+	cat >"$PGDATA/postgresql.conf" <<EOF
+# written by pg_warmcache bench/lib.sh
+listen_addresses = ''
+port = $PGWC_PORT
+unix_socket_directories = '$SOCK'
+max_connections = 20
+shared_buffers = 4GB
+shared_preload_libraries = 'pg_warmcache,pg_prewarm'
+dynamic_library_path = '$PRIVLIB:\$libdir'
+pg_warmcache.autowarm = off
+pg_warmcache.dump_interval = 0
+pg_prewarm.autoprewarm = off
+pg_prewarm.autoprewarm_interval = 0
+wal_level = minimal
+max_wal_senders = 0
+max_wal_size = 2GB
+checkpoint_timeout = 1h
+autovacuum = off
+log_line_prefix = '%m [%p] '
+log_timezone = 'UTC'
+timezone = 'UTC'
+${EXTRA_CONF:-}
+# per-run settings (the warm-up method) go here
+include_if_exists = 'bench_run.conf'
+EOF
+	chown "$PG_USER:" "$PGDATA/postgresql.conf"
+}
+
+# run_conf LINES: the per-run settings, read at the next start.
+run_conf() {
+	printf '%s\n' "$1" >"$PGDATA/bench_run.conf"
+	chown "$PG_USER:" "$PGDATA/bench_run.conf"
+}
+
+# ensure_db: reuse the cluster's pgbench database if it was made with
+# this scale by this major, else build it: initdb, pgbench -i -s SCALE,
+# CREATE EXTENSION pg_prewarm, pg_warmcache.
+ensure_db() {
+	local scale=$SCALE stamp=$CLDIR/setup.ok want
+	want="major=$PG_MAJOR scale=$scale lib=private"
+	mkdir -p "$CLDIR/logs" "$SOCK"
+	chown "$PG_USER:" "$CLDIR/logs" "$SOCK"
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$PGDATA/PG_VERSION" ]; then
+		pg_stop
+		write_conf
+		run_conf ""
+		say "reusing the scale-$scale database in $PGDATA"
+		return 0
+	fi
+	pg_stop
+	rm -rf "$PGDATA" "$stamp"
+	local need avail
+	need=$((scale * 25 + 1024))
+	avail=$(df --output=avail -BM "$CLDIR" | tail -1 | tr -dc 0-9)
+	((avail > need)) || die "$CLDIR: ${avail} MB free, a scale-$scale cluster needs ~${need} MB"
+	say "creating a scale-$scale pgbench database in $PGDATA"
+	as_pg "$BINDIR/initdb" -D "$PGDATA" -U "$PG_USER" --auth=trust -E UTF8 --locale=C >"$CLDIR/logs/initdb.log" 2>&1 ||
+		{ tail "$CLDIR/logs/initdb.log" >&2; die "initdb failed"; }
+	write_conf
+	# CREATE EXTENSION loads "$libdir/pg_warmcache", which must not meet the
+	# preloaded private copy: create it in a server that does not preload it.
+	run_conf "shared_preload_libraries = 'pg_prewarm'"
+	pg_start "$CLDIR/logs/setup.log"
+	DB=postgres sql "create database bench"
+	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -i -q -s "$scale" bench >"$CLDIR/logs/pgbench-init.log" 2>&1 ||
+		{ tail "$CLDIR/logs/pgbench-init.log" >&2; die "pgbench -i failed"; }
+	sql "create extension pg_prewarm; create extension pg_warmcache"
+	# Through dynamic_library_path, i.e. the private copy the server preloaded.
+	sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'; checkpoint"
+	pg_stop
+	run_conf ""
+	echo "$want" >"$stamp"
+}
+
+# Files of the bench database's relations (all forks and segments).
+db_files() {
+	local oid
+	oid=$(sql "select oid from pg_database where datname = 'bench'")
+	local f
+	for f in "$PGDATA/base/$oid"/*; do
+		[[ ${f##*/} =~ ^[0-9]+(_(fsm|vm|init))?(\.[0-9]+)?$ ]] && echo "$f"
+	done
+	return 0
+}
+
+# Files of one relation's main fork.
+rel_files() {
+	local p
+	p=$(sql "select pg_relation_filepath('$1')")
+	local f
+	for f in "$PGDATA/$p" "$PGDATA/$p".*; do
+		[ -f "$f" ] && echo "$f"
+	done
+	return 0
+}
+
+# cold_read FILE...: with the server stopped, drop the OS cache and read the
+# files sequentially with dd (under the cap on the capped disk); sets
+# CR_BYTES, CR_SECS and CR_RATE (MB/s).
+cold_read() {
+	local t0 t1 bytes
+	bytes=$(stat -c %s "$@" | awk '{ s += $1 } END { print s }')
+	pg_stop
+	drop_caches
+	t0=$(now)
+	if [ -n "$CAPPED" ]; then
+		bash "$CAPPED" run bash -c 'for f; do dd if="$f" of=/dev/null bs=1M status=none; done' _ "$@"
+	else
+		for f in "$@"; do dd if="$f" of=/dev/null bs=1M status=none; done
+	fi
+	t1=$(now)
+	CR_BYTES=$bytes
+	CR_SECS=$(elapsed "$t0" "$t1")
+	CR_RATE=$(awk -v b="$bytes" -v s="$CR_SECS" 'BEGIN { printf "%.1f", b / 1048576 / s }')
+}

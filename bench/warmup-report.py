@@ -1,0 +1,298 @@
+#!/usr/bin/python3
+"""Tables, CSV and plots of a bench/warmup.sh run.
+
+    bench/warmup-report.py OUT_DIR
+
+Reads OUT_DIR/raw (pgbench -P 1 output, server logs, .meta files written by
+warmup.sh) and writes OUT_DIR/results.md (also printed), tps.csv,
+summary.csv and one PNG per (pg, disk, workload) through gnuplot.
+"""
+import csv
+import datetime
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 else 2)
+out = sys.argv[1]
+raw = os.path.join(out, "raw")
+
+METHODS = ["none", "autoprewarm", "warmcache"]
+PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
+LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
+READY = "database system is ready to accept connections"
+APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
+WC = re.compile(r"pg_warmcache: restore (finished|stopped): restored (\d+) of (\d+) blocks "
+                r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
+
+
+def meta(path):
+    d = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                d[k] = v
+    return d
+
+
+def tps_series(path):
+    s = []
+    for line in open(path, errors="replace"):
+        m = PROGRESS.match(line)
+        if m:
+            s.append((float(m.group(1)), float(m.group(2))))
+    return s
+
+
+def logts(line):
+    m = LOGTS.match(line)
+    if not m:
+        return None
+    return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def restore_info(logpath, method):
+    """ready (epoch), done (epoch), blocks restored, total, extra text."""
+    r = {"ready": None, "done": None, "blocks": None, "total": None, "note": ""}
+    if not os.path.exists(logpath):
+        return r
+    for line in open(logpath, errors="replace"):
+        ts = logts(line)
+        if READY in line and r["ready"] is None:
+            r["ready"] = ts
+        if method == "autoprewarm":
+            m = APW.search(line)
+            if m:
+                r.update(done=ts, blocks=int(m.group(1)), total=int(m.group(2)))
+        elif method == "warmcache":
+            m = WC.search(line)
+            if m:
+                r.update(done=ts, blocks=int(m.group(2)), total=int(m.group(3)))
+                r["note"] = (f"{m.group(1)}; OS only {m.group(4)}, skipped {m.group(5)}, "
+                             f"logged {m.group(6)} s {m.group(7)} MB/s")
+    return r
+
+
+def window_mean(tpss, n, steady):
+    """Mean TPS of the first n seconds over steady.  pgbench -T n may not
+    print its last progress line: one missing second is tolerated."""
+    if not steady or len(tpss) < n - 1:
+        return None
+    xs = tpss[:n]
+    return sum(xs) / len(xs) / steady
+
+
+def fmt(x, spec=".2f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+info = meta(os.path.join(out, "info.txt"))
+lines = []
+p = lines.append
+p(f"# Warm-up after a restart: {info.get('date', '')}")
+p("")
+p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; "
+  f"{info.get('env', '')}).  ")
+p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
+  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p("")
+p("Load avg at end: the 1-minute load average when pgbench ended; the benchmark itself accounts "
+  "for about 2 (2 clients, 2 backends on 2 cores): much more means other work competed for the CPU.  ")
+p("t90: first second whose TPS >= 90% of steady state. mean 30 s / 60 s: mean TPS of the first "
+  "30 / 60 s over steady state. Restore: from the server accepting connections to the restore's "
+  "log line (autoprewarm: \"successfully prewarmed\"; pg_warmcache: \"restore finished\"); "
+  "MB/s = restored blocks over that time. With several repetitions: medians.")
+
+tps_rows = []
+summary = []
+keys = sorted({os.path.basename(f)[:-5] for f in glob.glob(os.path.join(raw, "pg*-*.meta"))
+               if re.fullmatch(r"pg\d+-(local|capped)", os.path.basename(f)[:-5])})
+for key in keys:
+    km = meta(os.path.join(raw, key + ".meta"))
+    blcksz = int(km.get("block_size", "8192"))
+    pgv, disk = key.split("-", 1)
+    ddrate = float(km["dd_mb_per_s"]) if km.get("dd_mb_per_s") else None
+    p("")
+    p(f"## {km.get('version', pgv)}, {disk} disk"
+      + (f" ({km['capped']})" if km.get("capped") else "")
+      + f", scale {km.get('scale', '?')} ({km.get('db_mb', '?')} MB)")
+    p("")
+    p(f"Cold sequential read of the database files (dd bs=1M after drop_caches"
+      + (", under the cap" if disk == "capped" else "") + f"): {fmt(ddrate, '.0f')} MB/s "
+      f"({int(km.get('dd_bytes', 0)) / 1048576:.0f} MB in {km.get('dd_seconds', '?')} s).")
+    if km.get("so_changed"):
+        p(f"\nWARNING: the pg_warmcache library changed during the run: {km['so_changed']}")
+
+    for w in ["uniform", "hot"]:
+        sm = meta(os.path.join(raw, f"{key}-{w}-steady.meta"))
+        if not sm:
+            continue
+        st = tps_series(os.path.join(raw, f"{key}-{w}-steady.pgbench"))
+        nst = int(sm.get("steady_seconds", 20))
+        steady1 = statistics.median([t for _, t in st[-nst:]]) if st else None
+        st2f = os.path.join(raw, f"{key}-{w}-steady2.pgbench")
+        st2 = tps_series(st2f) if os.path.exists(st2f) else []
+        steady2 = statistics.median([t for _, t in st2]) if st2 else None
+        steady = max([x for x in (steady1, steady2) if x is not None], default=None)
+        runs = {}
+        for f in sorted(glob.glob(os.path.join(raw, f"{key}-{w}-*-r*.meta"))):
+            m = re.fullmatch(rf"{re.escape(key)}-{w}-(\w+)-r(\d+)\.meta", os.path.basename(f))
+            if not m:
+                continue
+            method, rep = m.group(1), int(m.group(2))
+            base = f[:-5]
+            rm = meta(f)
+            series = tps_series(base + ".pgbench")
+            for sec, t in series:
+                tps_rows.append([pgv, disk, w, method, rep, sec, t])
+            ri = restore_info(base + ".log", method)
+            tpss = [t for _, t in series]
+            t90 = None
+            if steady:
+                for sec, t in series:
+                    if t >= 0.9 * steady:
+                        t90 = sec
+                        break
+            m30 = window_mean(tpss, 30, steady)
+            m60 = window_mean(tpss, 60, steady)
+            rs = (ri["done"] - ri["ready"]) if ri["done"] and ri["ready"] else None
+            rate = ri["blocks"] * blcksz / 1048576 / rs if rs and ri["blocks"] is not None else None
+            runs.setdefault(method, []).append(dict(
+                rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
+                blocks=ri["blocks"], total=ri["total"], note=ri["note"], n=len(series),
+                ready_after=(float(rm["ready"]) - float(rm["launch"])) if rm.get("ready") else None,
+                load=float(rm["load_end"]) if rm.get("load_end") else None))
+        if not runs:
+            continue
+        p("")
+        p(f"### {pgv.upper()}, {disk} disk, workload {w}: steady state {fmt(steady, '.0f')} TPS")
+        p("")
+        p(f"Steady state: median TPS of a warm run before the runs {fmt(steady1, '.0f')}, after them "
+          f"{fmt(steady2, '.0f')}; the higher counts.")
+        p("")
+        p(f"Saved state: {sm.get('autoprewarm_blocks', '?')} blocks (autoprewarm.blocks), "
+          f"{sm.get('warmcache_blocks', '?')} (pg_warmcache.blocks; by usage count: {sm.get('warmcache_ranks', '?')}).")
+        p("")
+        p("| method | t90 (s) | mean 30 s / steady | mean 60 s / steady | restore (s) | restored blocks | restore MB/s | reps (t90 each) | load avg at end |")
+        p("|---|---:|---:|---:|---:|---:|---:|---|---|")
+        order = [m for m in METHODS if m in runs] + [m for m in runs if m not in METHODS]
+        for method in order:
+            rr = runs[method]
+            t90s = [r["t90"] for r in rr]
+            nmax = max(r["n"] for r in rr)
+            t90m = med(t90s) if all(x is not None for x in t90s) else None
+            t90txt = fmt(t90m, ".0f") if t90m is not None else f">{nmax}"
+            rsm = med([r["rs"] for r in rr])
+            if method != "none" and rsm is None:
+                rstxt = "not seen"
+            else:
+                rstxt = fmt(rsm, ".1f")
+            blk = med([r["blocks"] for r in rr])
+            p(f"| {method} | {t90txt} | {fmt(med([r['m30'] for r in rr]))} | {fmt(med([r['m60'] for r in rr]))} | "
+              f"{rstxt} | {fmt(blk, '.0f')} | {fmt(med([r['rate'] for r in rr]), '.0f')} | "
+              + " ".join(fmt(x, ".0f", ">" + str(nmax)) for x in t90s) + " | "
+              + " ".join(fmt(r["load"], ".1f") for r in rr) + " |")
+            for r in rr:
+                summary.append([pgv, disk, w, method, r["rep"], steady, r["t90"], r["m30"], r["m60"],
+                                r["rs"], r["blocks"], r["total"], r["rate"], r["ready_after"], r["note"]])
+        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m] if r["note"]]
+        if notes:
+            p("")
+            p("pg_warmcache's own log: " + "; ".join(notes) + ".")
+
+        # the plot: median TPS per second over repetitions
+        pdir = os.path.join(out, "plotdata")
+        os.makedirs(pdir, exist_ok=True)
+        plots = []
+        for method in order:
+            bysec = {}
+            for r in runs[method]:
+                for sec, t in r["series"]:
+                    bysec.setdefault(sec, []).append(t)
+            dat = os.path.join(pdir, f"{key}-{w}-{method}.dat")
+            with open(dat, "w") as fh:
+                for sec in sorted(bysec):
+                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{method}'")
+        png = os.path.join(out, f"{key}-{w}.png")
+        if steady:
+            plots.append(f"{steady} with lines dt 2 lw 1.5 lc rgb 'black' title 'steady state ({steady:.0f} TPS)'")
+            plots.append(f"{0.9 * steady} with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
+        gp = "\n".join([
+            "set terminal pngcairo size 1000,560 font ',10'",
+            f"set output '{png}'",
+            f"set title '{km.get('version', pgv)}, {disk} disk, scale {km.get('scale', '?')}, workload {w}: TPS after a restart'",
+            "set xlabel 'seconds since the server accepted connections'",
+            "set ylabel 'TPS (pgbench -S -c 2 -j 2 -M prepared)'",
+            "set key bottom right",
+            "set grid",
+            "set yrange [0:*]",
+            "set xrange [0:*]",
+            "plot " + ", \\\n     ".join(plots),
+            ""])
+        with open(os.path.join(pdir, f"{key}-{w}.gp"), "w") as fh:
+            fh.write(gp)
+        try:
+            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+            p("")
+            p(f"Plot: {os.path.basename(png)}")
+        except (OSError, subprocess.CalledProcessError) as e:
+            p(f"\n(gnuplot failed: {e})")
+
+    # idle restore
+    idle = []
+    for method in METHODS:
+        f = os.path.join(raw, f"{key}-idle-{method}.meta")
+        if not os.path.exists(f):
+            continue
+        im = meta(f)
+        ri = restore_info(f[:-5] + ".log", method)
+        launch = float(im["launch"])
+        since_start = ri["done"] - launch if ri["done"] else None
+        since_ready = ri["done"] - ri["ready"] if ri["done"] and ri["ready"] else None
+        rate = ri["blocks"] * blcksz / 1048576 / since_ready if since_ready and ri["blocks"] is not None else None
+        idle.append((method, ri, since_start, since_ready, rate))
+        summary.append([pgv, disk, "idle", method, 1, None, None, None, None, since_ready,
+                        ri["blocks"], ri["total"], rate, float(im["ready"]) - launch, ri["note"]])
+    if idle:
+        p("")
+        p(f"### {pgv.upper()}, {disk} disk: idle restore (no clients, dumps of workload "
+          f"{meta(os.path.join(raw, f'{key}-idle-{idle[0][0]}.meta')).get('dumps', '?')})")
+        p("")
+        p("| method | restored blocks | done after pg_ctl start (s) | done after ready (s) | MB/s | % of dd |")
+        p("|---|---:|---:|---:|---:|---:|")
+        for method, ri, ss, sr, rate in idle:
+            blk = f"{ri['blocks']} of {ri['total']}" if ri["blocks"] is not None else "not seen"
+            pct = fmt(100 * rate / ddrate, ".0f") + "%" if rate and ddrate else "-"
+            p(f"| {method} | {blk} | {fmt(ss, '.1f')} | {fmt(sr, '.1f')} | {fmt(rate, '.0f')} | {pct} |")
+        notes = [f"{m}: {ri['note']}" for m, ri, *_ in idle if ri["note"]]
+        if notes:
+            p("")
+            p("pg_warmcache's own log: " + "; ".join(notes) + ".")
+
+with open(os.path.join(out, "tps.csv"), "w", newline="") as fh:
+    wr = csv.writer(fh)
+    wr.writerow(["pg", "disk", "workload", "method", "rep", "second", "tps"])
+    wr.writerows(tps_rows)
+with open(os.path.join(out, "summary.csv"), "w", newline="") as fh:
+    wr = csv.writer(fh)
+    wr.writerow(["pg", "disk", "workload", "method", "rep", "steady_tps", "t90_s", "mean30_frac",
+                 "mean60_frac", "restore_s_after_ready", "restored_blocks", "dump_blocks",
+                 "restore_mb_per_s", "ready_after_launch_s", "warmcache_log"])
+    wr.writerows(summary)
+text = "\n".join(lines) + "\n"
+with open(os.path.join(out, "results.md"), "w") as fh:
+    fh.write(text)
+sys.stdout.write(text)

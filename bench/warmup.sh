@@ -1,0 +1,288 @@
+#!/bin/bash
+# The warm-up curve after a restart: no warm-up vs contrib autoprewarm vs
+# pg_warmcache, on the same saved block list.
+#
+#   bench/warmup.sh [--pg 15|18] [--disk local|capped] [--workload uniform|hot|both]
+#                   [--methods none,autoprewarm,warmcache] [--seconds 60]
+#                   [--scale 100] [--reps 1] [--no-idle] [--idle-only]
+#
+# --pg and --disk also take lists (--pg 15,18 --disk local,capped); defaults:
+# --pg 15 --disk capped --workload both, all three methods, 60 s, scale 100,
+# one repetition (with more, methods rotate order and medians are reported).
+#
+# Per (pg, disk): builds and installs pg_warmcache from this repository,
+# builds (or reuses) a pgbench database (shared_buffers = 4GB, pg_warmcache
+# and pg_prewarm preloaded; on the capped disk the data directory lives on
+# capped-disk.sh's loop device and every server start runs under its read
+# cap), and measures the device's cold sequential read rate of the database
+# files (dd after drop_caches, under the cap on the capped disk).
+#
+# Per workload, the saved state: restart, pg_prewarm every relation fork of
+# the database, run the workload for PREP_SECONDS (30) so the usage counts
+# are the workload's, then STEADY_SECONDS (20) more whose median per-second
+# TPS is the steady state (measured again the same way after the runs; the
+# higher of the two counts, as other work only lowers TPS); then
+# autoprewarm_dump_now() and
+# warmcache_dump_now(), and the two files are kept outside the data
+# directory.  Then for each method: stop, put both saved files back, set the
+# method's settings (none: pg_prewarm.autoprewarm = off and
+# pg_warmcache.autowarm = off; autoprewarm: on/off; warmcache: off/on), sync,
+# drop the OS cache, start, and the moment the server accepts connections run
+#   pgbench -n -S -M prepared -c 2 -j 2 -P 1 -T SECONDS          (uniform)
+#   the same with -f hot.sql -s SCALE                            (hot)
+# where hot.sql picks aid = n - random_exponential(0, n - 1, 20), n = 100000 * scale:
+# the newest rows, at the end of the table, are hot.  After pgbench the
+# script waits up to RESTORE_WAIT (60) s for the restore's log line.
+#
+# Idle restore, per (pg, disk): the same cold start with no clients, for
+# autoprewarm and warmcache, until the restore's log line (IDLE_WAIT, 600 s).
+#
+# Output in bench/out/<timestamp>/ (OUT_DIR overrides): results.md (also
+# printed: t90, mean TPS of the first 30/60 s over steady, restore time and
+# MB/s, idle restore against dd), tps.csv (per-second TPS of every run),
+# summary.csv, <pg>-<disk>-<workload>.png (TPS over seconds since start, one
+# line per method, steady state dashed), and raw/ (pgbench output, server
+# logs).  bench/warmup-report.py OUT_DIR rebuilds them.
+#
+# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, and
+# WARMCACHE_CONF / AUTOPREWARM_CONF: extra settings for that method's runs
+# (e.g. WARMCACHE_CONF='pg_warmcache.max_restore_rate = 60'); bench/lib.sh
+# lists the rest.  A default run takes about 11 min per (pg, disk) at scale
+# 100 on the capped disk (one workload with the idle restores: 5 min), plus
+# under a minute the first time to build the database.
+# Needs root.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+pgs=15 disks=capped workload=both methods=none,autoprewarm,warmcache seconds=60 scale=100 reps=1
+idle=1 runs=1
+args=("$@")
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--pg) pgs=$2; shift 2 ;;
+	--disk) disks=$2; shift 2 ;;
+	--workload) workload=$2; shift 2 ;;
+	--methods) methods=$2; shift 2 ;;
+	--seconds) seconds=$2; shift 2 ;;
+	--scale) scale=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--no-idle) idle=0; shift ;;
+	--idle-only) runs=0; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
+need_root
+PREP_SECONDS=${PREP_SECONDS:-30}
+STEADY_SECONDS=${STEADY_SECONDS:-20}
+RESTORE_WAIT=${RESTORE_WAIT:-60}
+IDLE_WAIT=${IDLE_WAIT:-600}
+for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT; do
+	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
+done
+((reps >= 1 && seconds >= 1 && STEADY_SECONDS >= 1)) || die "--reps, --seconds and STEADY_SECONDS must be >= 1"
+case "$workload" in
+both) workloads=(uniform hot) ;;
+uniform | hot) workloads=("$workload") ;;
+*) IFS=, read -r -a workloads <<<"$workload" ;;
+esac
+for w in "${workloads[@]}"; do
+	case "$w" in uniform | hot) ;; *) die "unknown workload $w" ;; esac
+done
+IFS=, read -r -a methodlist <<<"$methods"
+for m in "${methodlist[@]}"; do
+	case "$m" in none | autoprewarm | warmcache) ;; *) die "unknown method $m" ;; esac
+done
+IFS=, read -r -a pglist <<<"$pgs"
+IFS=, read -r -a disklist <<<"$disks"
+
+out=${OUT_DIR:-$BENCH_DIR/out/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out/raw"
+cat >"$out/hot.sql" <<'EOF'
+\set n 100000 * :scale
+\set aid :n - random_exponential(0, :n - 1, 20)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+EOF
+{
+	echo "command=bench/warmup.sh ${args[*]}"
+	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
+	echo "env=PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
+	echo "repo=$(repo_version)"
+} >"$out/info.txt"
+
+# pgbench_run WORKLOAD SECONDS OUTFILE: the clients, as the README says.
+pgbench_run() {
+	local w=$1 secs=$2 f=$3 extra=(-S)
+	[ "$w" = hot ] && extra=(-f "$out/hot.sql" -s "$SCALE")
+	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -M prepared -c 2 -j 2 -P 1 \
+		-T "$secs" "${extra[@]}" bench >"$f" 2>&1 || say "WARNING: pgbench failed, see $f"
+}
+
+method_conf() {
+	case "$1" in
+	none) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
+	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
+	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\n'"${WARMCACHE_CONF:-}" ;;
+	esac
+}
+
+# The log line a method's restore ends with.
+restore_re() {
+	case "$1" in
+	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
+	warmcache) echo 'pg_warmcache: restore (finished|stopped)' ;;
+	*) echo '' ;;
+	esac
+}
+
+# wait_restore METHOD LOG SECONDS: until the restore's log line, at most SECONDS.
+wait_restore() {
+	local re i
+	re=$(restore_re "$1")
+	[ -n "$re" ] || return 0
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -Eq "$re" "$2" && return 0
+		sleep 0.1
+	done
+	say "restore of $1 not finished after $3 s"
+}
+
+# cold_start METHOD WORKLOAD_OF_THE_DUMPS LOG: stop, saved files back, the
+# method's settings, drop the OS cache, start.
+cold_start() {
+	pg_stop
+	local d=$CLDIR/dumps/$2
+	install -o "$PG_USER" -m 600 "$d/autoprewarm.blocks" "$PGDATA/autoprewarm.blocks"
+	install -o "$PG_USER" -m 600 "$d/pg_warmcache.blocks" "$PGDATA/pg_warmcache.blocks"
+	method_conf "$1"
+	drop_caches
+	pg_start "$3"
+}
+
+# write_meta FILE KEY=VALUE...
+write_meta() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" >"$f"
+}
+
+# prepare WORKLOAD: the saved state and the steady state of one workload.
+prepare() {
+	local w=$1 key=$2 n_apw n_wc ranks
+	say "$key $w: prewarm everything, run the workload ${PREP_SECONDS}+${STEADY_SECONDS} s, dump"
+	pg_stop
+	run_conf ""
+	pg_start "$CLDIR/logs/prep-$w.log"
+	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
+	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
+	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	pgbench_run "$w" $((PREP_SECONDS + STEADY_SECONDS)) "$out/raw/$key-$w-steady.pgbench"
+	n_apw=$(sql "select autoprewarm_dump_now()")
+	n_wc=$(sql "select warmcache_dump_now()")
+	ranks=$(sql "select string_agg(rank || ':' || n, ' ' order by rank) from
+	             (select rank, count(*) n from warmcache_blocks() group by rank) r" || echo "?")
+	mkdir -p "$CLDIR/dumps/$w"
+	cp "$PGDATA/autoprewarm.blocks" "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/"
+	write_meta "$out/raw/$key-$w-steady.meta" "prep_seconds=$PREP_SECONDS" "steady_seconds=$STEADY_SECONDS" \
+		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_ranks=$ranks"
+	say "$key $w: dumped $n_apw (autoprewarm) and $n_wc (pg_warmcache) blocks; ranks $ranks"
+	pg_stop
+}
+
+# steady_after WORKLOAD: a second steady-state measurement after the runs
+# (other work on the machine only ever lowers TPS: the report takes the
+# higher of the two).
+steady_after() {
+	local w=$1 key=$2
+	say "$key $w: steady state again: prewarm everything, run the workload ${STEADY_SECONDS} s"
+	pg_stop
+	run_conf ""
+	pg_start "$CLDIR/logs/steady2-$w.log"
+	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
+	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
+	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	pgbench_run "$w" "$STEADY_SECONDS" "$out/raw/$key-$w-steady2.pgbench"
+	pg_stop
+}
+
+# one_run WORKLOAD METHOD REP
+one_run() {
+	local w=$1 m=$2 rep=$3 key=$4 name t_bench t_end load
+	name=$key-$w-$m-r$rep
+	say "$name: cold start, pgbench ${seconds} s"
+	cold_start "$m" "$w" "$CLDIR/logs/$name.log"
+	t_bench=$(now)
+	pgbench_run "$w" "$seconds" "$out/raw/$name.pgbench"
+	t_end=$(now)
+	read -r load _ </proc/loadavg
+	wait_restore "$m" "$CLDIR/logs/$name.log" "$RESTORE_WAIT"
+	pg_stop
+	cp "$CLDIR/logs/$name.log" "$out/raw/$name.log"
+	write_meta "$out/raw/$name.meta" "launch=$T_LAUNCH" "ready=$T_READY" "bench_start=$t_bench" "bench_end=$t_end" \
+		"load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
+}
+
+# idle_run METHOD
+idle_run() {
+	local m=$1 key=$2 name t_done
+	name=$key-idle-$m
+	say "$name: cold start, no clients, until the restore ends"
+	cold_start "$m" "${workloads[0]}" "$CLDIR/logs/$name.log"
+	wait_restore "$m" "$CLDIR/logs/$name.log" "$IDLE_WAIT"
+	t_done=$(now)
+	pg_stop
+	cp "$CLDIR/logs/$name.log" "$out/raw/$name.log"
+	write_meta "$out/raw/$name.meta" "launch=$T_LAUNCH" "ready=$T_READY" "seen_done=$t_done" "dumps=${workloads[0]}" \
+		"conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
+}
+
+for pg in "${pglist[@]}"; do
+	use_pg "$pg"
+	for disk in "${disklist[@]}"; do
+		use_cluster "$disk" "$scale"
+		ensure_db
+		key=pg$pg-$disk
+		run_conf ""
+		pg_start "$CLDIR/logs/files.log"
+		verify_lib
+		mapfile -t files < <(db_files)
+		blcksz=$(sql "show block_size")
+		version=$("$BINDIR/postgres" --version)
+		dbmb=$(sql "select pg_database_size('bench') / 1048576")
+		pg_stop
+		say "$key: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
+		cold_read "${files[@]}"
+		say "$key: dd $CR_RATE MB/s"
+		write_meta "$out/raw/$key.meta" "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
+			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "pgdata=$PGDATA" \
+			"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s")"
+		for w in "${workloads[@]}"; do
+			if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
+			if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi
+			prepare "$w" "$key"
+			[ $runs = 1 ] || continue
+			for ((rep = 1; rep <= reps; rep++)); do
+				nm=${#methodlist[@]}
+				for ((i = 0; i < nm; i++)); do
+					one_run "$w" "${methodlist[$(((i + rep - 1) % nm))]}" "$rep" "$key"
+				done
+			done
+			steady_after "$w" "$key"
+		done
+		if [ $idle = 1 ]; then
+			for m in "${methodlist[@]}"; do
+				[ "$m" = none ] || idle_run "$m" "$key"
+			done
+		fi
+		pg_stop
+		check_so
+		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+	done
+done
+
+/usr/bin/python3 "$BENCH_DIR/warmup-report.py" "$out"
+say "results in $out"
