@@ -129,7 +129,9 @@ extern void wc_set_aside_bad_file(const char *problem, int elevel);
 extern bool wc_reader_open(WarmFileReader *r, bool across_xacts);
 extern bool wc_reader_next(WarmFileReader *r, WarmRun *run);
 extern void wc_reader_close(WarmFileReader *r);
+extern void wc_reader_seek(WarmFileReader *r, uint64 idx, uint64 n);
 extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
+extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);
 
 /*---- Shared state ----*/
 

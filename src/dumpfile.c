@@ -71,13 +71,11 @@ typedef struct MergeState
 } MergeState;
 
 /*
- * Order of runs in the file; runs of the same fork compare by start.
+ * Physical order of runs: database, tablespace, relation, fork, start.
  */
 int
-wc_run_cmp(const WarmRun *a, const WarmRun *b)
+wc_run_phys_cmp(const WarmRun *a, const WarmRun *b)
 {
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
 	if (a->db != b->db)
 		return a->db < b->db ? -1 : 1;
 	if (a->spc != b->spc)
@@ -89,6 +87,17 @@ wc_run_cmp(const WarmRun *a, const WarmRun *b)
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
 	return 0;
+}
+
+/*
+ * Order of runs in the file: hottest rank first, then physical order.
+ */
+int
+wc_run_cmp(const WarmRun *a, const WarmRun *b)
+{
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	return wc_run_phys_cmp(a, b);
 }
 
 static int
@@ -536,6 +545,22 @@ wc_reader_open(WarmFileReader *r, bool across_xacts)
 	r->runs_left = r->hdr.nruns;
 	r->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
 	return true;
+}
+
+/*
+ * Make the reader return the runs idx .. idx + n - 1 of the file.
+ */
+void
+wc_reader_seek(WarmFileReader *r, uint64 idx, uint64 n)
+{
+	if (idx > r->hdr.nruns ||
+		fseeko(r->fp, (off_t) (sizeof(WarmFileHeader) + idx * sizeof(WarmRun)),
+			   SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in file \"%s\": %m", WC_DUMP_FILE)));
+	r->runs_left = Min(n, r->hdr.nruns - idx);
+	r->nbuf = r->pos = 0;
 }
 
 bool
