@@ -7,23 +7,20 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
+my $node = start_node(
+	'restart', q{
 shared_buffers = 128MB
-pg_warmcache.dump_interval = 0
 autovacuum = off
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_buffercache');
+create_extensions($node);
 
 # Some tens of MB: a table with two indexes, and an unlogged table (its blocks
 # are dumped at a clean shutdown too).
@@ -63,8 +60,7 @@ is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM pg_buffercache
  WHERE relfilenode = pg_relation_filenode('big') AND relforknumber = 0}),
-	$node->safe_psql('postgres',
-		"SELECT pg_relation_size('big') / current_setting('block_size')::int"),
+	relation_blocks($node, 'big'),
 	'all of big is cached before shutdown');
 
 my $before = cached_blocks($node);

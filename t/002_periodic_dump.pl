@@ -7,26 +7,24 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use WarmCache;
 
-my $node = PostgreSQL::Test::Cluster->new('periodic');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
+my $node = start_node(
+	'periodic', q{
 shared_buffers = 32MB
-pg_warmcache.dump_interval = 0
 autovacuum = off
 });
-$node->start;
 
 my $file = $node->data_dir . '/pg_warmcache.blocks';
 
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_buffercache');
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
 CREATE TABLE t (id int, filler text);
@@ -35,10 +33,8 @@ CREATE UNLOGGED TABLE u (id int, filler text);
 INSERT INTO u SELECT g, repeat('y', 200) FROM generate_series(1, 2000) g;
 SELECT warm('t'), warm('u');
 });
-my $t_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('t') / current_setting('block_size')::int");
-my $u_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('u') / current_setting('block_size')::int");
+my $t_blocks = relation_blocks($node, 't');
+my $u_blocks = relation_blocks($node, 'u');
 cmp_ok($t_blocks, '>', 500, "t has $t_blocks blocks");
 
 # Blocks of a table's main fork in the dump file.
@@ -53,18 +49,12 @@ SELECT count(*) FROM warmcache_blocks()
                     WHERE datname = current_database())});
 }
 
-sub status
-{
-	my ($node, $cols) = @_;
-	return $node->safe_psql('postgres', "SELECT $cols FROM warmcache_status()");
-}
-
+# The autowarm worker's pid, once it runs.
 sub worker_pid
 {
 	my ($node) = @_;
-	$node->poll_query_until('postgres',
-		'SELECT worker_pid IS NOT NULL FROM warmcache_status()')
-	  or die 'the autowarm worker did not start';
+	wait_for_status($node, 'worker_pid IS NOT NULL',
+		'the autowarm worker to start');
 	return status($node, 'worker_pid');
 }
 
@@ -96,16 +86,6 @@ sub wait_for_quiet
 		return (1, $seen) if time() - $since >= $quiet;
 	}
 	return (0, $seen);
-}
-
-sub slurp_bin
-{
-	my ($path) = @_;
-	open(my $fh, '<:raw', $path) or die "could not open $path: $!";
-	local $/;
-	my $c = <$fh>;
-	close $fh;
-	return $c;
 }
 
 # A fresh cluster: nothing dumped, nothing to restore.

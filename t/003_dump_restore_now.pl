@@ -6,23 +6,20 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-my $node = PostgreSQL::Test::Cluster->new('now');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
+my $node = start_node(
+	'now', q{
 shared_buffers = 128MB
-pg_warmcache.dump_interval = 0
 autovacuum = off
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_buffercache');
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
 CREATE TABLE t (id int PRIMARY KEY, filler text);
@@ -30,10 +27,8 @@ INSERT INTO t SELECT g, repeat('x', 150) FROM generate_series(1, 100000) g;
 VACUUM ANALYZE t;
 SELECT warm_table('t');
 });
-my $t_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('t') / current_setting('block_size')::int");
-my $i_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('t_pkey') / current_setting('block_size')::int");
+my $t_blocks = relation_blocks($node, 't');
+my $i_blocks = relation_blocks($node, 't_pkey');
 note "t: $t_blocks blocks, t_pkey: $i_blocks blocks";
 
 # Cached blocks of the main forks of t and its index.
@@ -63,26 +58,6 @@ SELECT count(b.relblocknumber), count(*)
    AND b.relfilenode = f.relfilenode AND b.relforknumber = f.forknum
    AND b.relblocknumber = f.block};
 
-sub status
-{
-	my ($node, $cols) = @_;
-	return $node->safe_psql('postgres', "SELECT $cols FROM warmcache_status()");
-}
-
-# Empty shared buffers: restart with autowarm off, so that nothing is
-# restored, then turn it back on.
-sub evict
-{
-	my ($node) = @_;
-	$node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = off');
-	$node->restart;
-	$node->poll_query_until('postgres',
-		'SELECT worker_pid IS NOT NULL FROM warmcache_status()')
-	  or die 'the autowarm worker did not start';
-	$node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = on');
-	$node->reload;
-}
-
 # Ask for a restore, check what it returns, wait for it to end; returns the
 # log line that ends it.
 sub restore_now
@@ -99,10 +74,7 @@ SELECT state = 'idle' AND restore_finished_at IS NOT NULL
        AND restore_started_at >= '$start'
   FROM warmcache_status()}),
 		"$what: the restore finished");
-	$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
-	my ($line) = slurp_file($node->logfile, $offset) =~
-	  /(pg_warmcache: restore finished: .*)\n/;
-	return $line;
+	return wait_for_restore_line($node, $offset);
 }
 
 # warmcache_dump_now() returns what the file then holds.
@@ -129,7 +101,7 @@ my ($in_cache, $in_file) = split /\|/,
 is($in_cache, $in_file, 'every block of the file is in shared buffers');
 
 # Mode buffer (the default of restore_mode).
-evict($node);
+restart_cold($node);
 is($node->safe_psql('postgres', $t_cached_sql), 0, 'evicted: t is not cached');
 my $file_n = $node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()');
 my $line = restore_now($node, undef, $file_n, 'buffer');
@@ -149,7 +121,7 @@ cmp_ok($in_cache, '>=', 0.99 * $in_file,
 	"buffer: $in_cache of the file's $in_file blocks are cached");
 
 # Modes read and prefetch warm the OS cache: shared buffers stay empty.
-evict($node);
+restart_cold($node);
 is($node->safe_psql('postgres', $t_cached_sql), 0, 'evicted: t is not cached');
 $file_n = $node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()');
 cmp_ok($file_n, '>=', $t_blocks + $i_blocks,

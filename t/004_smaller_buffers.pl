@@ -8,25 +8,21 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-
-my $node = PostgreSQL::Test::Cluster->new('smaller');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
+my $node = start_node(
+	'smaller', q{
 shared_buffers = 64MB
-pg_warmcache.dump_interval = 0
 pg_warmcache.restore_workers = 1
 autovacuum = off
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_buffercache');
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
 CREATE TABLE hot (id int, filler text);
@@ -37,26 +33,12 @@ VACUUM ANALYZE hot;
 VACUUM ANALYZE cold;
 CHECKPOINT;
 });
-my $hot_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('hot') / current_setting('block_size')::int");
-my $cold_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('cold') / current_setting('block_size')::int");
+my $hot_blocks = relation_blocks($node, 'hot');
+my $cold_blocks = relation_blocks($node, 'cold');
 note "hot: $hot_blocks blocks, cold: $cold_blocks blocks";
 
-sub status
-{
-	my ($node, $cols) = @_;
-	return $node->safe_psql('postgres', "SELECT $cols FROM warmcache_status()");
-}
-
 # Empty shared buffers (autowarm off: nothing restored), then autowarm on.
-$node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = off');
-$node->restart;
-$node->poll_query_until('postgres',
-	'SELECT worker_pid IS NOT NULL FROM warmcache_status()')
-  or die 'the autowarm worker did not start';
-$node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = on');
-$node->reload;
+restart_cold($node);
 
 # cold read once: usage count 1.  hot read six times: each read of a cached
 # block adds one to its usage count, up to 5.
@@ -142,9 +124,7 @@ $node->append_conf('postgresql.conf', "shared_buffers = $nbuffers");
 my $offset = -s $node->logfile;
 $node->restart;
 # No connection until the restore has ended: a backend could need buffers.
-$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
-my $log = slurp_file($node->logfile, $offset);
-note $1 if $log =~ /(pg_warmcache: restore finished: .*)\n/;
+note wait_for_restore_line($node, $offset);
 
 # Measure first: any later query could need a buffer and evict.
 my ($hot_cached, $cold_cached, $file_cached, $after_cold, $other_dbs) =

@@ -7,27 +7,23 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-
-my $node = PostgreSQL::Test::Cluster->new('dropped');
-$node->init;
 # autowarm off for now: no dump at shutdown may replace the file that
 # warmcache_dump_now() writes before the objects go.
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
+my $node = start_node(
+	'dropped', q{
 shared_buffers = 128MB
-pg_warmcache.dump_interval = 0
 pg_warmcache.autowarm = off
 autovacuum = off
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_buffercache');
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
 CREATE TABLE keep (id int PRIMARY KEY, filler text);
@@ -129,9 +125,8 @@ ok( $node->poll_query_until(
 		'postgres',
 		'SELECT restore_finished_at IS NOT NULL FROM warmcache_status()'),
 	'the start-up restore finished');
-$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
+my $line = wait_for_restore_line($node, $offset);
 my $log = slurp_file($node->logfile, $offset);
-my ($line) = $log =~ /(pg_warmcache: restore finished: .*)\n/;
 note $line;
 
 # The server is healthy: the failed restore worker of the dropped database
@@ -224,9 +219,7 @@ $node->stop;
 $node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = on');
 $offset = -s $node->logfile;
 $node->start;
-$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
-($line) = slurp_file($node->logfile, $offset) =~
-  /(pg_warmcache: restore finished: .*)\n/;
+$line = wait_for_restore_line($node, $offset);
 note $line;
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up');
 ($total, $done, $skipped) = split /\|/,

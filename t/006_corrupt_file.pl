@@ -9,43 +9,14 @@
 
 use strict;
 use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-use constant HEADER_SIZE => 56;
-use constant RUN_SIZE => 28;
-
-sub slurp_bin
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "could not read \"$path\": $!";
-	binmode $fh;
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $bytes // '';
-}
-
-sub write_bin
-{
-	my ($path, $bytes) = @_;
-	open(my $fh, '>', $path) or die "could not write \"$path\": $!";
-	binmode $fh;
-	print $fh $bytes;
-	close $fh or die "could not write \"$path\": $!";
-	return;
-}
-
-# The header fields, in the machine's byte order as the server writes them.
-sub header
-{
-	my ($bytes) = @_;
-	my %h;
-	@h{qw(magic version pg_major blcksz sysid dumped_at nblocks nruns flags crc)}
-	  = unpack('L4 Q q Q Q L L', $bytes);
-	return \%h;
-}
+use WarmCache;
 
 # Replace the 32-bit field at $off of a copy of the file.
 sub set_u32
@@ -55,14 +26,7 @@ sub set_u32
 	return $bytes;
 }
 
-my $node = PostgreSQL::Test::Cluster->new('corrupt');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
-pg_warmcache.dump_interval = 0
-});
-$node->start;
+my $node = start_node('corrupt');
 my $pgdata = $node->data_dir;
 my $file = "$pgdata/pg_warmcache.blocks";
 my $bad = "$pgdata/pg_warmcache.blocks.corrupt";
@@ -85,14 +49,7 @@ my $major = $h->{pg_major};
 
 # A file of another cluster: same major and format, another system
 # identifier.
-my $other = PostgreSQL::Test::Cluster->new('other');
-$other->init;
-$other->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
-pg_warmcache.dump_interval = 0
-});
-$other->start;
+my $other = start_node('other');
 $other->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
 cmp_ok($other->safe_psql('postgres', 'SELECT warmcache_dump_now()'),
 	'>', 0, 'the other cluster dumps its buffer cache');
@@ -170,9 +127,8 @@ for my $case (@cases)
 	$node->wait_for_log(
 		qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: /,
 		$offset);
-	$node->poll_query_until('postgres',
-		"SELECT state = 'idle' AND worker_pid IS NOT NULL FROM warmcache_status()"
-	) or die "timed out waiting for the worker to go idle";
+	wait_for_status($node, "state = 'idle' AND worker_pid IS NOT NULL",
+		'the worker to go idle');
 
 	is($node->safe_psql('postgres', 'SELECT 1 + 1'),
 		'2', "$name: the server serves queries");
@@ -222,9 +178,7 @@ $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 $node->stop;
 my $offset = -s $node->logfile;
 $node->start;
-$node->poll_query_until('postgres',
-	'SELECT restore_finished_at IS NOT NULL FROM warmcache_status()')
-  or die "timed out waiting for the restore";
+wait_for_status($node, 'restore_finished_at IS NOT NULL', 'the restore');
 is( $node->safe_psql(
 		'postgres',
 		'SELECT restore_incomplete, restore_blocks_total > 0 FROM warmcache_status()'

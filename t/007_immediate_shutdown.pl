@@ -7,65 +7,19 @@
 
 use strict;
 use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-use constant HEADER_SIZE => 56;
-use constant RUN_SIZE => 28;
-
-sub slurp_bin
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "could not read \"$path\": $!";
-	binmode $fh;
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $bytes // '';
-}
-
-sub write_bin
-{
-	my ($path, $bytes) = @_;
-	open(my $fh, '>', $path) or die "could not write \"$path\": $!";
-	binmode $fh;
-	print $fh $bytes;
-	close $fh or die "could not write \"$path\": $!";
-	return;
-}
-
-sub header
-{
-	my ($bytes) = @_;
-	my %h;
-	@h{qw(magic version pg_major blcksz sysid dumped_at nblocks nruns flags crc)}
-	  = unpack('L4 Q q Q Q L L', $bytes);
-	return \%h;
-}
-
-my $node = PostgreSQL::Test::Cluster->new('immediate');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
-pg_warmcache.dump_interval = 0
-});
-$node->start;
+my $node = start_node('immediate');
 my $pgdata = $node->data_dir;
 my $file = "$pgdata/pg_warmcache.blocks";
 my $tmp = "$pgdata/pg_warmcache.blocks.tmp";
-
-# Blocks of table t in shared buffers, by pg_buffercache.
-sub cached_t
-{
-	return $node->safe_psql(
-		'postgres', q{
-		SELECT count(*) FROM pg_buffercache
-		WHERE reldatabase = (SELECT oid FROM pg_database
-							 WHERE datname = current_database())
-		  AND relfilenode = pg_relation_filenode('t') AND relforknumber = 0});
-}
 
 # Blocks of table t in the saved file.
 sub saved_t
@@ -78,28 +32,26 @@ sub saved_t
 
 sub wait_for_restore
 {
-	$node->poll_query_until('postgres',
-		"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
-	) or die "timed out waiting for the restore to finish";
+	wait_for_status($node,
+		"state = 'idle' AND restore_finished_at IS NOT NULL",
+		'the restore to finish');
 	return;
 }
 
 # Table t is written out and frozen before the checkpoint, so that crash
 # recovery has no WAL record that would read its blocks back: if they are
 # in shared buffers after the crash, the restore put them there.
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_warmcache;
-	CREATE EXTENSION pg_buffercache;
 	CREATE TABLE t (id int, pad text);
 	INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g;
 	VACUUM (FREEZE) t;
 	CHECKPOINT;
 });
-my $t_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('t') / current_setting('block_size')::int");
+my $t_blocks = relation_blocks($node, 't');
 cmp_ok($t_blocks, '>', 10, 'table t has some blocks');
-is(cached_t(), $t_blocks, 'all of t is in shared buffers');
+is(cached($node, 't'), $t_blocks, 'all of t is in shared buffers');
 
 my $n = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 my $saved = slurp_bin($file);
@@ -125,7 +77,7 @@ is( $node->safe_psql(
 	),
 	"$n|f|t",
 	'after the crash the saved file is restored completely');
-is(cached_t(), $t_blocks,
+is(cached($node, 't'), $t_blocks,
 	'pg_buffercache shows every block of t back in shared buffers');
 my $log = slurp_file($node->logfile, $offset);
 like(
@@ -153,7 +105,8 @@ is( $node->safe_psql(
 	),
 	"$gh->{nblocks}|f",
 	'with a leftover temporary file, the good file is restored');
-is(cached_t(), $t_blocks, 'pg_buffercache shows every block of t again');
+is(cached($node, 't'), $t_blocks,
+	'pg_buffercache shows every block of t again');
 $log = slurp_file($node->logfile, $offset);
 unlike($log, qr/WARNING/, 'the leftover temporary file causes no warning');
 ok(!-e "$file.corrupt", 'the good file was not set aside');

@@ -5,35 +5,20 @@
 
 use strict;
 use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-sub slurp_bin
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "could not read \"$path\": $!";
-	binmode $fh;
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $bytes // '';
-}
-
-my $conf = q{
-shared_preload_libraries = 'pg_warmcache'
-pg_warmcache.dump_interval = 0
-shared_buffers = 16MB
-};
-
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', $conf);
-$primary->start;
+my $primary =
+  start_node('primary', "shared_buffers = 16MB\n", allows_streaming => 1);
+create_extensions($primary);
 $primary->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_warmcache;
-	CREATE EXTENSION pg_buffercache;
 	CREATE TABLE t (id int, pad text);
 	INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g;
 	VACUUM (FREEZE) t;
@@ -54,29 +39,17 @@ my $dir = $standby->data_dir;
 ok(!-e "$dir/pg_warmcache.blocks", 'the standby has no dump file yet');
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
 	't', 'the standby is in recovery');
-$standby->poll_query_until('postgres',
-	"SELECT state = 'idle' AND worker_pid IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the worker on the standby";
+wait_for_status($standby, "state = 'idle' AND worker_pid IS NOT NULL",
+	'the worker on the standby');
 
-my $t_blocks = $primary->safe_psql('postgres',
-	"SELECT pg_relation_size('t') / current_setting('block_size')::int");
+my $t_blocks = relation_blocks($primary, 't');
 cmp_ok($t_blocks, '>', 10, 'table t has some blocks');
-
-# Blocks of t in the standby's shared buffers, by pg_buffercache.
-sub cached_t
-{
-	return $standby->safe_psql(
-		'postgres', q{
-		SELECT count(*) FROM pg_buffercache
-		WHERE reldatabase = (SELECT oid FROM pg_database
-							 WHERE datname = current_database())
-		  AND relfilenode = pg_relation_filenode('t') AND relforknumber = 0});
-}
 
 # Read t on the standby, then dump there.
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM t'),
 	'5000', 'the standby reads t');
-is(cached_t(), $t_blocks, 'all of t is in the standby\'s shared buffers');
+is(cached($standby, 't'),
+	$t_blocks, 'all of t is in the standby\'s shared buffers');
 my $n = $standby->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 cmp_ok($n, '>=', $t_blocks, 'warmcache_dump_now() works on the standby');
 ok(-e "$dir/pg_warmcache.blocks", 'the dump file is in the standby\'s data directory');
@@ -103,10 +76,10 @@ my $saved = slurp_bin("$dir/pg_warmcache.blocks");
 # itself does not read t.
 $standby->append_conf('postgresql.conf', 'pg_warmcache.autowarm = off');
 $standby->start;
-$standby->poll_query_until('postgres',
-	"SELECT state = 'idle' AND worker_pid IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the worker on the standby";
-is(cached_t(), 0, 'without autowarm the standby starts with t cold');
+wait_for_status($standby, "state = 'idle' AND worker_pid IS NOT NULL",
+	'the worker on the standby');
+is(cached($standby, 't'), 0,
+	'without autowarm the standby starts with t cold');
 is($standby->safe_psql('postgres',
 		'SELECT restore_started_at IS NULL FROM warmcache_status()'),
 	't', 'and restores nothing');
@@ -117,12 +90,12 @@ ok(slurp_bin("$dir/pg_warmcache.blocks") eq $saved,
 $standby->append_conf('postgresql.conf', 'pg_warmcache.autowarm = on');
 $offset = -s $standby->logfile;
 $standby->start;
-$standby->poll_query_until('postgres',
-	"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the restore on the standby";
+wait_for_status($standby,
+	"state = 'idle' AND restore_finished_at IS NOT NULL",
+	'the restore on the standby');
 
 my $log = slurp_file($standby->logfile, $offset);
-my $h_nblocks = unpack('Q', substr($saved, 32, 8));
+my $h_nblocks = header($saved)->{nblocks};
 like($log, qr/pg_warmcache: restoring $h_nblocks blocks/,
 	'the standby restored its own dump at start');
 unlike($log, qr/WARNING/, 'without warnings');
@@ -132,7 +105,7 @@ is( $standby->safe_psql(
 		  . ' FROM warmcache_status()'),
 	'f|t|t',
 	'the standby\'s status shows a finished restore');
-is(cached_t(), $t_blocks,
+is(cached($standby, 't'), $t_blocks,
 	'pg_buffercache on the standby shows every block of t restored');
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
 	't', 'the standby is still a standby');

@@ -8,73 +8,37 @@
 
 use strict;
 use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
-use constant HEADER_SIZE => 56;
-use constant RUN_SIZE => 28;
-
-sub slurp_bin
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "could not read \"$path\": $!";
-	binmode $fh;
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $bytes // '';
-}
-
-sub header
-{
-	my ($bytes) = @_;
-	my %h;
-	@h{qw(magic version pg_major blcksz sysid dumped_at nblocks nruns flags crc)}
-	  = unpack('L4 Q q Q Q L L', $bytes);
-	return \%h;
-}
-
-my $node = PostgreSQL::Test::Cluster->new('concurrency');
-$node->init;
 # The restore is capped at 1 MB/s per worker, and one worker does it, so
 # restoring the table below takes long enough (about 30 s) to act on it
 # midway.
-$node->append_conf(
-	'postgresql.conf', q{
-shared_preload_libraries = 'pg_warmcache'
-pg_warmcache.dump_interval = 0
+my $node = start_node(
+	'concurrency', q{
 pg_warmcache.max_restore_rate = 1
 pg_warmcache.restore_workers = 1
 shared_buffers = 128MB
 });
-$node->start;
 my $pgdata = $node->data_dir;
 my $file = "$pgdata/pg_warmcache.blocks";
 
+create_extensions($node);
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_warmcache;
-	CREATE EXTENSION pg_buffercache;
 	CREATE TABLE big (id int, pad text);
 	INSERT INTO big SELECT g, repeat('x', 600) FROM generate_series(1, 40000) g;
 	VACUUM big;
 });
-my $big_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('big') / current_setting('block_size')::int");
+my $big_blocks = relation_blocks($node, 'big');
 cmp_ok($big_blocks, '>', 3000, 'table big has more than 3000 blocks');
-
-# Blocks of big in shared buffers, by pg_buffercache.
-sub cached_big
-{
-	return $node->safe_psql(
-		'postgres', q{
-		SELECT count(*) FROM pg_buffercache
-		WHERE reldatabase = (SELECT oid FROM pg_database
-							 WHERE datname = current_database())
-		  AND relfilenode = pg_relation_filenode('big')});
-}
 
 # A file is valid if it has the size its header announces and the server
 # reads it back block by block.
@@ -91,12 +55,6 @@ sub check_file
 	ok(!-e "$file.tmp" && !-e "$file.sort",
 		"$name: no temporary file is left");
 	return $bytes;
-}
-
-sub status
-{
-	my ($cols) = @_;
-	return $node->safe_psql('postgres', "SELECT $cols FROM warmcache_status()");
 }
 
 # Runs SQL that must fail; returns its stderr, with SQLSTATE.
@@ -135,7 +93,8 @@ for my $i (0 .. 1)
 	  or diag($$err);
 	is($$out, "300\n", "concurrent dumps, session $i: all 300 dumps succeed");
 }
-is(status('state'), 'idle', 'after concurrent dumps the state is idle');
+is(status($node, 'state'),
+	'idle', 'after concurrent dumps the state is idle');
 check_file('after concurrent dumps');
 
 #---- A restore to act on ----
@@ -146,27 +105,27 @@ $node->restart;
 my $saved = check_file('after restart');
 my $total = header($saved)->{nblocks};
 cmp_ok($total, '>', $big_blocks, 'the saved file holds big and more');
-$node->poll_query_until('postgres',
-	"SELECT state = 'restoring' AND restore_blocks_done > 0 FROM warmcache_status()"
-) or die "timed out waiting for the start-up restore to run";
-is(status('restore_blocks_total'), $total,
+wait_for_status($node, "state = 'restoring' AND restore_blocks_done > 0",
+	'the start-up restore to run');
+is(status($node, 'restore_blocks_total'), $total,
 	'the start-up restore restores the saved file');
 
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() during the start-up restore returns true');
-$node->poll_query_until('postgres',
-	"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the aborted restore to end";
-is(status('restore_incomplete'), 't', 'the aborted restore is incomplete');
+wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
+	'the aborted restore to end');
+is(status($node, 'restore_incomplete'),
+	't', 'the aborted restore is incomplete');
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	'f', 'warmcache_restore_abort() with no restore running returns false');
 
 # A restore asked for from SQL.
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_now()'),
 	$total, 'warmcache_restore_now() returns the blocks of the file');
-$node->poll_query_until('postgres',
-	"SELECT state = 'restoring' AND restore_finished_at IS NULL AND restore_blocks_done > 0 FROM warmcache_status()"
-) or die "timed out waiting for the restore to run";
+wait_for_status($node,
+	"state = 'restoring' AND restore_finished_at IS NULL "
+	  . 'AND restore_blocks_done > 0',
+	'the restore to run');
 
 #---- During the restore ----
 
@@ -182,21 +141,22 @@ like(
 	$err,
 	qr/ERROR:  55006: cannot restore while a restore is in progress/,
 	'a restore during a restore fails with object_in_use');
-is(status('state'), 'restoring', 'the first restore goes on');
+is(status($node, 'state'), 'restoring', 'the first restore goes on');
 
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() during the restore returns true');
-$node->poll_query_until('postgres',
-	"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the aborted restore to end";
+wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
+	'the aborted restore to end');
 is( status(
+		$node,
 		'restore_incomplete, abort_requested, restore_blocks_total, restore_blocks_done + restore_blocks_skipped < restore_blocks_total'
 	),
 	"t|f|$total|t",
 	'the status shows the restore ended incomplete');
 ok(slurp_bin($file) eq $saved, 'the aborted restore leaves the file intact');
 
-my $cached = cached_big();
+# Blocks of big in shared buffers, of all its forks.
+my $cached = cached($node, 'big', 'all');
 cmp_ok($cached, '<', $big_blocks,
 	'pg_buffercache shows big only partly restored');
 cmp_ok(
@@ -219,10 +179,9 @@ ok(slurp_bin($file) eq $saved,
 
 # The start-up restore runs again on the same file; interrupted by a
 # shutdown it is incomplete too, and the saved file is kept again.
-$node->poll_query_until('postgres',
-	"SELECT state = 'restoring' AND restore_blocks_done > 0 FROM warmcache_status()"
-) or die "timed out waiting for the start-up restore to run";
-is(status('restore_blocks_total'), $total,
+wait_for_status($node, "state = 'restoring' AND restore_blocks_done > 0",
+	'the start-up restore to run');
+is(status($node, 'restore_blocks_total'), $total,
 	'the start-up restore restores the kept file');
 $offset = -s $node->logfile;
 $node->stop;
@@ -237,33 +196,27 @@ ok(slurp_bin($file) eq $saved, 'the saved file is still the same');
 
 # warmcache_dump_now() always writes, even after an incomplete restore.
 $node->start;
-$node->poll_query_until('postgres',
-	"SELECT state = 'restoring' AND restore_blocks_done > 0 FROM warmcache_status()"
-) or die "timed out waiting for the start-up restore to run";
+wait_for_status($node, "state = 'restoring' AND restore_blocks_done > 0",
+	'the start-up restore to run');
 $node->safe_psql('postgres', 'SELECT warmcache_restore_abort()');
-$node->poll_query_until('postgres',
-	"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
-) or die "timed out waiting for the aborted restore to end";
+wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
+	'the aborted restore to end');
 my $n = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 cmp_ok($n, '<', $total, 'an explicit dump holds fewer blocks');
 my $new = check_file('after an explicit dump');
 is(header($new)->{nblocks}, $n, 'an explicit dump replaces the saved file');
-is(status('restore_incomplete'), 'f',
+is(status($node, 'restore_incomplete'), 'f',
 	'an explicit dump clears restore_incomplete');
 
 #---- Periodic dumps after an aborted restore ----
 
 # Back to the large file, with a dump every second.
 $node->stop;
-open(my $fh, '>', $file) or die "could not write \"$file\": $!";
-binmode $fh;
-print $fh $saved;
-close $fh or die "could not write \"$file\": $!";
+write_bin($file, $saved);
 $node->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
 $node->start;
-$node->poll_query_until('postgres',
-	"SELECT state = 'restoring' AND restore_blocks_done > 0 FROM warmcache_status()"
-) or die "timed out waiting for the start-up restore to run";
+wait_for_status($node, "state = 'restoring' AND restore_blocks_done > 0",
+	'the start-up restore to run');
 $offset = -s $node->logfile;
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() returns true');

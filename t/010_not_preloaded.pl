@@ -6,9 +6,14 @@
 
 use strict;
 use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WarmCache;
 
 my $node = PostgreSQL::Test::Cluster->new('not_preloaded');
 $node->init;
@@ -32,23 +37,7 @@ $node->safe_psql(
 	VACUUM t;
 });
 
-# Blocks of a relation fork in shared buffers, by pg_buffercache.
-sub cached
-{
-	my ($rel, $fork) = @_;
-	$fork //= 'main';
-	return $node->safe_psql(
-		'postgres', qq{
-		SELECT count(*) FROM pg_buffercache
-		WHERE reldatabase = (SELECT oid FROM pg_database
-							 WHERE datname = current_database())
-		  AND relfilenode = pg_relation_filenode('$rel')
-		  AND relforknumber = CASE '$fork' WHEN 'main' THEN 0
-							   WHEN 'fsm' THEN 1 WHEN 'vm' THEN 2 END});
-}
-
-my $heap_blocks = $node->safe_psql('postgres',
-	"SELECT pg_relation_size('t') / current_setting('block_size')::int");
+my $heap_blocks = relation_blocks($node, 't');
 cmp_ok($heap_blocks, '>', 1, 'the table has several blocks');
 
 # What warm_table() covers: the heap's main and visibility map forks, the
@@ -66,23 +55,24 @@ my $table_blocks = $node->safe_psql(
 
 # A cold buffer cache, so that pg_buffercache tells what warming did.
 $node->restart;
-is(cached('t'), 0, 'after a restart no block of the table is cached');
+is(cached($node, 't'), 0, 'after a restart no block of the table is cached');
 is($node->safe_psql('postgres', "SELECT warm('t')"),
 	$heap_blocks, 'warm() warms every block of the table');
-is(cached('t'), $heap_blocks, 'pg_buffercache shows every block of the table');
+is(cached($node, 't'), $heap_blocks,
+	'pg_buffercache shows every block of the table');
 is($node->safe_psql('postgres', "SELECT warm('t', 'read')"),
 	$heap_blocks, 'warm() in mode read works');
 
 $node->restart;
-is(cached('t_pkey'), 0, 'after a restart no block of the index is cached');
+is(cached($node, 't_pkey'), 0,
+	'after a restart no block of the index is cached');
 is($node->safe_psql('postgres', "SELECT warm_table('t')"),
 	$table_blocks, 'warm_table() warms the table, its index and TOAST');
-is(cached('t'), $heap_blocks, 'the heap is in shared buffers');
-is( cached('t_pkey'),
-	$node->safe_psql('postgres',
-		"SELECT pg_relation_size('t_pkey') / current_setting('block_size')::int"),
+is(cached($node, 't'), $heap_blocks, 'the heap is in shared buffers');
+is(cached($node, 't_pkey'),
+	relation_blocks($node, 't_pkey'),
 	'the index is in shared buffers');
-cmp_ok(cached('t', 'vm'), '>', 0,
+cmp_ok(cached($node, 't', 'vm'), '>', 0,
 	'the visibility map is in shared buffers');
 
 # The functions that need the shared memory of a preloaded library.
