@@ -53,7 +53,9 @@ typedef struct WarmPacer WarmPacer;
 struct WarmPacer
 {
 	void		(*pace) (WarmPacer *pacer, uint64 in_buffers, uint64 os_only);
-	int			window;			/* look-ahead, in blocks; 0 = no advice */
+	int			io_blocks;		/* blocks per chunk; 0 = the engine's 32 */
+	int			window;			/* advice beyond the chunk, in blocks; 0 =
+								 * no advice */
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
 	bool		buffers_full;	/* set by the engine when no_evict hit */

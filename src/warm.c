@@ -364,7 +364,8 @@ warm_loop(WarmJob *job)
 		}
 		window = pacer ? pacer->window : wc_default_window();
 
-		n = cursor_piece(&cur, WC_IO_BLOCKS);
+		n = cursor_piece(&cur, (pacer && pacer->io_blocks > 0) ?
+						 Min(pacer->io_blocks, WC_IO_BLOCKS) : WC_IO_BLOCKS);
 		block = cursor_block(&cur);
 
 		/* In prefetch mode the advice is the work. */

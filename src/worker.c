@@ -54,6 +54,9 @@
 
 #include "pg_warmcache.h"
 
+/* Blocks per read while queries wait for reads: 64 kB. */
+#define WC_YIELD_IO_BLOCKS	8
+
 /* Runs handed to the engine at once (one relation fork, one rank). */
 #define WC_BATCH_RUNS	1024
 
@@ -140,13 +143,21 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	}
 
 	/*
-	 * Queries waiting for a read go first: keep just one I/O of ours ahead,
-	 * so theirs never queue behind a deep window.  Idle, look far ahead.
+	 * Queries waiting for a read go first: read in small pieces with one
+	 * more ahead, so that theirs queue behind at most 128 kB of ours (1 ms
+	 * on a 125 MB/s volume) while the device stays busy.  Idle, read in
+	 * large pieces far ahead.
 	 */
 	if (wc_restore_yield && wc_foreground_reading())
-		p->base.window = Min(wc_default_window(), 32);
+	{
+		p->base.io_blocks = WC_YIELD_IO_BLOCKS;
+		p->base.window = Min(wc_default_window(), WC_YIELD_IO_BLOCKS);
+	}
 	else
+	{
+		p->base.io_blocks = 0;
 		p->base.window = wc_default_window();
+	}
 
 	/* Hard cap: sleep until the rate so far is back under the limit. */
 	if (wc_max_restore_rate > 0)
@@ -386,16 +397,24 @@ restore_pass(RestorePacer *p, const RankPlan *plan, int hi, int lo,
 					continue;
 				}
 			}
+			blocks += piece_end - start;
+			if (nranges > 0 &&
+				ranges[nranges - 1].start + ranges[nranges - 1].count == start)
+			{
+				/* Touches the previous run (of another rank): one range. */
+				ranges[nranges - 1].count += piece_end - start;
+				start = piece_end;
+				continue;
+			}
 			if (nranges == WC_BATCH_RUNS)
 			{
-				restore_batch(p, &key, ranges, nranges, blocks);
+				restore_batch(p, &key, ranges, nranges, blocks - (piece_end - start));
 				nranges = 0;
-				blocks = 0;
+				blocks = piece_end - start;
 			}
 			ranges[nranges].start = start;
 			ranges[nranges].count = piece_end - start;
 			nranges++;
-			blocks += piece_end - start;
 			start = piece_end;
 		}
 	}
