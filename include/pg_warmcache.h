@@ -154,7 +154,6 @@ typedef struct WarmSlot
 	bool		only_global;	/* restores only shared catalogs */
 	int			stripe;			/* this worker's share of the database, */
 	int			nstripes;		/* see WC_STRIPE_BLOCKS in worker.c */
-	bool		in_use;
 	bool		connected;		/* set by the worker once connected */
 	pg_atomic_uint64 processed; /* restored + skipped so far, of db */
 	pg_atomic_uint64 processed_global;	/* the same, of shared catalogs */

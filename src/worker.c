@@ -86,7 +86,6 @@ typedef struct RestorePacer
 	WarmMode	mode;
 	TimestampTz started;
 	uint64		done;			/* blocks warmed by this worker */
-	uint64		os_blocks;		/* of which into the OS cache only */
 	pg_atomic_uint64 *processed;	/* the slot's counter for this batch */
 } RestorePacer;
 
@@ -126,10 +125,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		pg_atomic_fetch_add_u64(p->processed, blocks);
 	}
 	if (os_only > 0)
-	{
-		p->os_blocks += os_only;
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
-	}
 
 	if (wc_shared->abort_requested)
 	{
@@ -689,7 +685,6 @@ run_restore(WarmMode mode)
 			}
 			pfree(handles[i]);
 			handles[i] = NULL;
-			slot->in_use = false;
 			slot->pid = 0;
 		}
 
@@ -714,7 +709,6 @@ run_restore(WarmMode mode)
 			slot->only_global = only_global;
 			slot->stripe = only_global ? 0 : dbs[next].launched;
 			slot->nstripes = nstripes;
-			slot->in_use = true;
 			slot->connected = false;
 			slot->pid = 0;
 			pg_atomic_write_u64(&slot->processed, 0);
@@ -736,7 +730,6 @@ run_restore(WarmMode mode)
 								slot->db),
 						 errhint("Consider raising \"max_worker_processes\".")));
 				handles[i] = NULL;
-				slot->in_use = false;
 				global_pending = slot->with_global;
 				if (global_pending && only_global)
 					break;		/* no use trying again at once */
