@@ -104,14 +104,14 @@ wc_buffer_snapshot(BufferDesc *desc, bool include_unlogged, BufferTag *tag,
 	return keep;
 }
 
-/*
- * Whether shared_buffers still has a never-used buffer.  Restores stop
- * loading into shared buffers when it has none, so they never evict.
- */
-#define wc_have_free_buffer()	have_free_buffer()
-
 /*---- Streaming reads into shared buffers (17+) ----*/
 
+/*
+ * From 17 a read stream combines reads and, from 18, runs them through
+ * asynchronous I/O.  Before 17 there is none: WC_HAVE_READ_STREAM is 0 and
+ * the stubs below are never called, so that the engine reads the same on
+ * every major.
+ */
 #if PG_VERSION_NUM >= 170000
 #define WC_HAVE_READ_STREAM 1
 #include "storage/read_stream.h"
@@ -122,6 +122,35 @@ wc_buffer_snapshot(BufferDesc *desc, bool include_unlogged, BufferTag *tag,
 #else
 #define WC_READ_STREAM_FLAGS (READ_STREAM_MAINTENANCE | READ_STREAM_FULL)
 #endif
+#else
+#define WC_HAVE_READ_STREAM 0
+#define WC_READ_STREAM_FLAGS 0
+typedef struct ReadStream ReadStream;
+typedef BlockNumber (*ReadStreamBlockNumberCB) (ReadStream *stream,
+												void *callback_private_data,
+												void *per_buffer_data);
+
+static inline ReadStream *
+read_stream_begin_relation(int flags, BufferAccessStrategy strategy,
+						   Relation rel, ForkNumber forknum,
+						   ReadStreamBlockNumberCB callback,
+						   void *callback_private_data,
+						   size_t per_buffer_data_size)
+{
+	elog(ERROR, "read streams exist from PostgreSQL 17 on");
+	pg_unreachable();
+}
+
+static inline Buffer
+read_stream_next_buffer(ReadStream *stream, void **per_buffer_data)
+{
+	pg_unreachable();
+}
+
+static inline void
+read_stream_end(ReadStream *stream)
+{
+}
 #endif
 
 /*---- Wait events that mean "a backend is waiting for a data file read" ----*/

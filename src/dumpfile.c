@@ -9,9 +9,8 @@
  * database, tablespace, relation, fork and block, which is the order the
  * restore reads them in.  Memory is bounded whatever shared_buffers is: the
  * headers are read in chunks of at most pg_warmcache.sort_chunk entries
- * (1M by default, 28 MB), each chunk
- * is sorted and written as runs to a scratch file, and the chunks are then
- * merged.  The result goes to a temporary file that is fsynced and renamed
+ * (1M by default, 28 MB), each chunk is sorted and written as runs to a
+ * scratch file, and the chunks are then merged.  The result goes to a temporary file that is fsynced and renamed
  * over the old one, so a crash leaves either the old or the new file.
  *
  * The format is described in docs/design.md.
@@ -37,9 +36,10 @@
 #include "storage/fd.h"
 #include "utils/timestamp.h"
 
+#include "dumpfile.h"
 #include "pg_warmcache.h"
 
-/* Runs each merge input buffers. */
+/* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256
 
 /* Where runs go: the dump file, or the scratch file for a chunk. */
@@ -372,8 +372,8 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 		return -1;
 	}
 
-	hdr.magic = WC_FILE_MAGIC;
-	hdr.version = WC_FILE_VERSION;
+	hdr.magic = WC_DUMP_MAGIC;
+	hdr.version = WC_DUMP_VERSION;
 	hdr.pg_major = PG_VERSION_NUM / 10000;
 	hdr.blcksz = BLCKSZ;
 	hdr.sysid = GetSystemIdentifier();
@@ -408,10 +408,10 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 }
 
 /*
- * Check the dump file from end to end.  On WFS_BAD, *problem says what is
+ * Check the dump file from end to end.  On WC_FILE_BAD, *problem says what is
  * wrong in words for a log line.
  */
-WarmFileStatus
+DumpFileStatus
 wc_check_file(WarmFileHeader *hdr, char **problem)
 {
 	FILE	   *fp;
@@ -428,14 +428,14 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 	if (fp == NULL)
 	{
 		if (errno == ENOENT)
-			return WFS_MISSING;
+			return WC_FILE_MISSING;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
 	}
 
 #define BAD(...) \
-	do { *problem = psprintf(__VA_ARGS__); FreeFile(fp); return WFS_BAD; } while (0)
+	do { *problem = psprintf(__VA_ARGS__); FreeFile(fp); return WC_FILE_BAD; } while (0)
 
 	if (fstat(fileno(fp), &st) != 0)
 		ereport(ERROR,
@@ -444,11 +444,11 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 	if (fread(hdr, sizeof(WarmFileHeader), 1, fp) != 1)
 		BAD("file is truncated: %lld bytes, shorter than its header",
 			(long long) st.st_size);
-	if (hdr->magic != WC_FILE_MAGIC)
+	if (hdr->magic != WC_DUMP_MAGIC)
 		BAD("not a pg_warmcache dump file (bad magic number %08X)", hdr->magic);
-	if (hdr->version != WC_FILE_VERSION)
+	if (hdr->version != WC_DUMP_VERSION)
 		BAD("unsupported format version %u, expected %u",
-			hdr->version, WC_FILE_VERSION);
+			hdr->version, WC_DUMP_VERSION);
 	if (hdr->pg_major != PG_VERSION_NUM / 10000)
 		BAD("written by PostgreSQL major version %u, this server is %u",
 			hdr->pg_major, PG_VERSION_NUM / 10000);
@@ -493,7 +493,7 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 #undef BAD
 
 	FreeFile(fp);
-	return WFS_OK;
+	return WC_FILE_OK;
 }
 
 /*
@@ -521,15 +521,15 @@ wc_set_aside_bad_file(const char *problem, int elevel)
  * if an error ends it.
  */
 bool
-wc_reader_open(WarmFileReader *r, bool across_xacts)
+wc_reader_open(WarmFileReader *reader, bool across_xacts)
 {
-	memset(r, 0, sizeof(*r));
-	r->across_xacts = across_xacts;
+	memset(reader, 0, sizeof(*reader));
+	reader->across_xacts = across_xacts;
 	if (across_xacts)
-		r->fp = fopen(WC_DUMP_FILE, PG_BINARY_R);
+		reader->fp = fopen(WC_DUMP_FILE, PG_BINARY_R);
 	else
-		r->fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
-	if (r->fp == NULL)
+		reader->fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
+	if (reader->fp == NULL)
 	{
 		if (errno == ENOENT)
 			return false;
@@ -537,13 +537,13 @@ wc_reader_open(WarmFileReader *r, bool across_xacts)
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
 	}
-	if (fread(&r->hdr, sizeof(r->hdr), 1, r->fp) != 1 ||
-		r->hdr.magic != WC_FILE_MAGIC || r->hdr.version != WC_FILE_VERSION)
+	if (fread(&reader->hdr, sizeof(reader->hdr), 1, reader->fp) != 1 ||
+		reader->hdr.magic != WC_DUMP_MAGIC || reader->hdr.version != WC_DUMP_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("dump file \"%s\" is not usable", WC_DUMP_FILE)));
-	r->runs_left = r->hdr.nruns;
-	r->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
+	reader->runs_left = reader->hdr.nruns;
+	reader->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
 	return true;
 }
 
@@ -551,48 +551,48 @@ wc_reader_open(WarmFileReader *r, bool across_xacts)
  * Make the reader return the runs idx .. idx + n - 1 of the file.
  */
 void
-wc_reader_seek(WarmFileReader *r, uint64 idx, uint64 n)
+wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n)
 {
-	if (idx > r->hdr.nruns ||
-		fseeko(r->fp, (off_t) (sizeof(WarmFileHeader) + idx * sizeof(WarmRun)),
+	if (idx > reader->hdr.nruns ||
+		fseeko(reader->fp, (off_t) (sizeof(WarmFileHeader) + idx * sizeof(WarmRun)),
 			   SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not seek in file \"%s\": %m", WC_DUMP_FILE)));
-	r->runs_left = Min(n, r->hdr.nruns - idx);
-	r->nbuf = r->pos = 0;
+	reader->runs_left = Min(n, reader->hdr.nruns - idx);
+	reader->nbuf = reader->pos = 0;
 }
 
 bool
-wc_reader_next(WarmFileReader *r, WarmRun *run)
+wc_reader_next(WarmFileReader *reader, WarmRun *run)
 {
-	if (r->pos >= r->nbuf)
+	if (reader->pos >= reader->nbuf)
 	{
-		size_t		want = Min(r->runs_left, (uint64) WC_MERGE_BUF);
+		size_t		want = Min(reader->runs_left, (uint64) WC_MERGE_BUF);
 
 		if (want == 0)
 			return false;
-		if (fread(r->buf, sizeof(WarmRun), want, r->fp) != want)
+		if (fread(reader->buf, sizeof(WarmRun), want, reader->fp) != want)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("dump file \"%s\" is truncated", WC_DUMP_FILE)));
-		r->runs_left -= want;
-		r->nbuf = (int) want;
-		r->pos = 0;
+		reader->runs_left -= want;
+		reader->nbuf = (int) want;
+		reader->pos = 0;
 	}
-	*run = r->buf[r->pos++];
+	*run = reader->buf[reader->pos++];
 	return true;
 }
 
 void
-wc_reader_close(WarmFileReader *r)
+wc_reader_close(WarmFileReader *reader)
 {
-	if (r->fp && r->across_xacts)
-		fclose(r->fp);
-	else if (r->fp)
-		FreeFile(r->fp);
-	r->fp = NULL;
-	if (r->buf)
-		pfree(r->buf);
-	r->buf = NULL;
+	if (reader->fp && reader->across_xacts)
+		fclose(reader->fp);
+	else if (reader->fp)
+		FreeFile(reader->fp);
+	reader->fp = NULL;
+	if (reader->buf)
+		pfree(reader->buf);
+	reader->buf = NULL;
 }

@@ -6,7 +6,7 @@
  *
  * Loaded through shared_preload_libraries, the module reserves a small
  * shared state (pg_warmcache.h: WarmShared) and registers the autowarm
- * worker (worker.c).  Without preloading, warm() and warm_table() work, and
+ * worker (autowarm.c).  Without preloading, warm() and warm_table() work, and
  * the functions that need the shared state say that it is missing.
  *
  * Dumps and restores exclude each other: the state field says which one
@@ -36,6 +36,8 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "autowarm.h"
+#include "dumpfile.h"
 #include "pg_warmcache.h"
 
 WC_MODULE_MAGIC;
@@ -50,16 +52,16 @@ PG_FUNCTION_INFO_V1(warmcache_blocks);
 
 bool		wc_autowarm = true;
 int			wc_dump_interval = 300;
-int			wc_restore_mode = WARM_BUFFER;
+int			wc_restore_mode = WC_MODE_BUFFER;
 int			wc_restore_workers = 2;
 int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = true;
 int			wc_sort_chunk = 1024 * 1024;
 
 static const struct config_enum_entry mode_options[] = {
-	{"prefetch", WARM_PREFETCH, false},
-	{"read", WARM_READ, false},
-	{"buffer", WARM_BUFFER, false},
+	{"prefetch", WC_MODE_PREFETCH, false},
+	{"read", WC_MODE_READ, false},
+	{"buffer", WC_MODE_BUFFER, false},
 	{NULL, 0, false}
 };
 
@@ -96,7 +98,7 @@ _PG_init(void)
 							 "How restored blocks are warmed: into shared buffers, or only into the OS cache.",
 							 NULL,
 							 &wc_restore_mode,
-							 WARM_BUFFER,
+							 WC_MODE_BUFFER,
 							 mode_options,
 							 PGC_SIGHUP,
 							 0,
@@ -146,7 +148,7 @@ _PG_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = wc_shmem_startup;
 
-	wc_register_main_worker();
+	wc_register_autowarm_worker();
 }
 
 static void
@@ -175,7 +177,7 @@ wc_shmem_startup(void)
 		memset(wc_shared, 0, sizeof(WarmShared));
 		wc_shared->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
 		ConditionVariableInit(&wc_shared->cv);
-		wc_shared->state = WC_IDLE;
+		wc_shared->state = WC_STATE_IDLE;
 		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_skipped, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
@@ -202,30 +204,36 @@ wc_require_shared(void)
 }
 
 /*
- * Enter a dumping or restoring state.  Returns false if another operation
- * is running; with wait, a dump waits for another dump to end instead.
+ * Begin a dump or a restore: the only way out of the idle state.  A dump
+ * begins only if no restore is running or requested (it would replace the
+ * saved set with the part restored so far); with wait, it waits for
+ * another dump to end instead of giving up.  A restore, which the autowarm
+ * worker begins on a request, only needs the idle state.  Returns whether
+ * the operation began; its process then owns it until wc_end_operation().
  */
 bool
-wc_try_begin(WarmState newstate, bool wait)
+wc_begin_operation(WarmState operation, bool wait)
 {
 	bool		begun = false;
 
+	Assert(operation != WC_STATE_IDLE);
 	for (;;)
 	{
 		WarmState	cur;
 
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		cur = wc_shared->state;
-		if (cur == WC_IDLE && !wc_shared->restore_requested)
+		if (cur == WC_STATE_IDLE &&
+			(operation == WC_STATE_RESTORING || !wc_shared->restore_requested))
 		{
-			wc_shared->state = newstate;
-			if (newstate == WC_DUMPING)
-				wc_shared->dumping_pid = MyProcPid;
+			wc_shared->state = operation;
+			wc_shared->owner_pid = MyProcPid;
 			begun = true;
 		}
 		LWLockRelease(wc_shared->lock);
 
-		if (begun || !wait || cur != WC_DUMPING || newstate != WC_DUMPING)
+		if (begun || !wait || cur != WC_STATE_DUMPING ||
+			operation != WC_STATE_DUMPING)
 			break;
 		ConditionVariableSleep(&wc_shared->cv, PG_WAIT_EXTENSION);
 	}
@@ -233,57 +241,25 @@ wc_try_begin(WarmState newstate, bool wait)
 	return begun;
 }
 
-/* Back to idle, and wake the waiters. */
+/*
+ * End the dump or restore this process began: back to idle, and wake
+ * whoever waits for the state to change.
+ */
 void
-wc_end(void)
+wc_end_operation(void)
 {
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->state = WC_IDLE;
-	wc_shared->dumping_pid = 0;
+	Assert(wc_shared->owner_pid == MyProcPid);
+	wc_shared->state = WC_STATE_IDLE;
+	wc_shared->owner_pid = 0;
 	LWLockRelease(wc_shared->lock);
 	ConditionVariableBroadcast(&wc_shared->cv);
 }
 
 static void
-wc_end_callback(int code, Datum arg)
+end_operation_callback(int code, Datum arg)
 {
-	wc_end();
-}
-
-/*
- * Is some backend waiting for a data file read right now?  The restore's
- * own workers do not count.  wait_event_info is read without a lock, as
- * pg_stat_activity does: a stale value only delays the reaction by one
- * chunk.  Auxiliary processes (18's I/O workers among them) sit above
- * MaxBackends and are not looked at: they read on others' behalf.
- */
-bool
-wc_foreground_reading(void)
-{
-	int			i;
-
-	for (i = 0; i < MaxBackends; i++)
-	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		int			pid = proc->pid;
-		int			s;
-		bool		ours = false;
-
-		if (pid == 0 || pid == MyProcPid ||
-			!wc_is_read_wait(UINT32_ACCESS_ONCE(proc->wait_event_info)))
-			continue;
-		for (s = 0; s < WC_MAX_RESTORE_WORKERS; s++)
-		{
-			if (wc_shared->slots[s].pid == pid)
-			{
-				ours = true;
-				break;
-			}
-		}
-		if (!ours)
-			return true;
-	}
-	return false;
+	wc_end_operation();
 }
 
 /*
@@ -295,22 +271,22 @@ warmcache_dump_now(PG_FUNCTION_ARGS)
 	int64		n = 0;
 
 	wc_require_shared();
-	if (!wc_try_begin(WC_DUMPING, true))
+	if (!wc_begin_operation(WC_STATE_DUMPING, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot dump while a restore is in progress"),
 				 errdetail("A dump now would replace the saved block list with the part restored so far."),
 				 errhint("Wait for the restore to end, or stop it with warmcache_restore_abort().")));
 
-	PG_ENSURE_ERROR_CLEANUP(wc_end_callback, (Datum) 0);
+	PG_ENSURE_ERROR_CLEANUP(end_operation_callback, (Datum) 0);
 	{
 		n = wc_dump(false, 0);
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		wc_shared->restore_incomplete = false;
 		LWLockRelease(wc_shared->lock);
 	}
-	PG_END_ENSURE_ERROR_CLEANUP(wc_end_callback, (Datum) 0);
-	wc_end();
+	PG_END_ENSURE_ERROR_CLEANUP(end_operation_callback, (Datum) 0);
+	wc_end_operation();
 	PG_RETURN_INT64(n);
 }
 
@@ -332,28 +308,23 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 		mode = (WarmMode) wc_restore_mode;
 	else
 		mode = wc_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-#ifndef USE_PREFETCH
-	if (mode == WARM_PREFETCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("prefetch is not supported by this build")));
-#endif
+	wc_check_mode_supported(mode);
 
 	switch (wc_check_file(&hdr, &problem))
 	{
-		case WFS_MISSING:
+		case WC_FILE_MISSING:
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_FILE),
 					 errmsg("there is no dump file \"%s\" to restore", WC_DUMP_FILE),
 					 errhint("Run warmcache_dump_now() first.")));
 			break;
-		case WFS_BAD:
+		case WC_FILE_BAD:
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("dump file \"%s\" is not usable: %s", WC_DUMP_FILE, problem),
 					 errhint("Run warmcache_dump_now() to write a new one.")));
 			break;
-		case WFS_OK:
+		case WC_FILE_OK:
 			break;
 	}
 
@@ -368,13 +339,13 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 				 errmsg("the pg_warmcache worker is not running"),
 				 errhint("Check the server log for why it stopped; it is started again within a minute.")));
 	}
-	if (state != WC_IDLE || requested)
+	if (state != WC_STATE_IDLE || requested)
 	{
 		LWLockRelease(wc_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot restore while a %s is in progress",
-						(state == WC_DUMPING) ? "dump" : "restore")));
+						(state == WC_STATE_DUMPING) ? "dump" : "restore")));
 	}
 	wc_shared->restore_requested = true;
 	wc_shared->request_mode = mode;
@@ -396,7 +367,7 @@ warmcache_restore_abort(PG_FUNCTION_ARGS)
 
 	wc_require_shared();
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	running = wc_shared->state == WC_RESTORING || wc_shared->restore_requested;
+	running = wc_shared->state == WC_STATE_RESTORING || wc_shared->restore_requested;
 	if (running)
 	{
 		wc_shared->abort_requested = true;
@@ -456,8 +427,8 @@ warmcache_status(PG_FUNCTION_ARGS)
 	}
 
 	memset(nulls, 0, sizeof(nulls));
-	state = s.state == WC_DUMPING ? "dumping" :
-		(s.state == WC_RESTORING || s.restore_requested) ? "restoring" : "idle";
+	state = s.state == WC_STATE_DUMPING ? "dumping" :
+		(s.state == WC_STATE_RESTORING || s.restore_requested) ? "restoring" : "idle";
 	values[i++] = CStringGetTextDatum(state);
 	values[i] = Int32GetDatum(s.worker_pid);
 	nulls[i++] = (s.worker_pid == 0);
@@ -484,7 +455,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	values[i] = Float8GetDatum(rate);
 	nulls[i++] = (s.restore_started_at == 0);
 	/* seconds left, at the rate so far; only while running */
-	if (s.state == WC_RESTORING && s.restore_finished_at == 0 && rate > 0)
+	if (s.state == WC_STATE_RESTORING && s.restore_finished_at == 0 && rate > 0)
 	{
 		double		left = (double) s.restore_blocks_total - done - skipped;
 
@@ -518,14 +489,14 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 
 	switch (wc_check_file(&hdr, &problem))
 	{
-		case WFS_MISSING:
+		case WC_FILE_MISSING:
 			return (Datum) 0;
-		case WFS_BAD:
+		case WC_FILE_BAD:
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("dump file \"%s\" is not usable: %s", WC_DUMP_FILE, problem)));
 			break;
-		case WFS_OK:
+		case WC_FILE_OK:
 			break;
 	}
 

@@ -1,0 +1,99 @@
+/*-------------------------------------------------------------------------
+ *
+ * dumpfile.h
+ *		The dump file pg_warmcache.blocks: its format, writing it from the
+ *		buffer headers, checking it and reading it run by run.
+ *
+ * The format is described in docs/design.md; the tests read it too
+ * (t/WarmCache.pm), so its sizes are asserted below.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/dumpfile.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_DUMPFILE_H
+#define PG_WARMCACHE_DUMPFILE_H
+
+#include "postgres.h"
+
+#include <stdio.h>
+
+#include "compat.h"
+#include "port/pg_crc32c.h"
+
+#define WC_DUMP_FILE		"pg_warmcache.blocks"
+#define WC_DUMP_TMP_FILE	"pg_warmcache.blocks.tmp"
+#define WC_DUMP_SORT_FILE	"pg_warmcache.blocks.sort"
+#define WC_DUMP_BAD_FILE	"pg_warmcache.blocks.corrupt"
+
+#define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
+#define WC_DUMP_VERSION		1
+#define WC_MAX_RANK			BM_MAX_USAGE_COUNT
+
+/* On-disk header; all integers in the machine's byte order. */
+typedef struct WarmFileHeader
+{
+	uint32		magic;
+	uint32		version;
+	uint32		pg_major;		/* PG_VERSION_NUM / 10000 */
+	uint32		blcksz;
+	uint64		sysid;			/* pg_control system identifier */
+	int64		dumped_at;		/* TimestampTz */
+	uint64		nblocks;		/* sum of the runs' counts */
+	uint64		nruns;
+	uint32		flags;			/* reserved, 0 */
+	pg_crc32c	crc;			/* CRC-32C of all run records, then of this
+								 * header up to crc */
+} WarmFileHeader;
+
+/* On-disk run: count consecutive blocks sharing rank and relation fork. */
+typedef struct WarmRun
+{
+	uint32		rank;			/* usage count at dump time, 0..5 */
+	Oid			db;				/* 0 for shared catalogs */
+	Oid			spc;
+	RelFileNumber relnumber;
+	uint32		fork;
+	BlockNumber start;
+	uint32		count;
+} WarmRun;
+
+StaticAssertDecl(sizeof(WarmFileHeader) == 56,
+				 "the dump file's header is 56 bytes (docs/design.md)");
+StaticAssertDecl(sizeof(WarmRun) == 28,
+				 "a run record of the dump file is 28 bytes (docs/design.md)");
+
+/* Reads a dump file run by run. */
+typedef struct WarmFileReader
+{
+	FILE	   *fp;
+	bool		across_xacts;	/* fp is not from AllocateFile() */
+	WarmFileHeader hdr;
+	uint64		runs_left;
+	WarmRun    *buf;
+	int			nbuf;
+	int			pos;
+} WarmFileReader;
+
+/* What checking the dump file found. */
+typedef enum DumpFileStatus
+{
+	WC_FILE_OK,
+	WC_FILE_MISSING,
+	WC_FILE_BAD
+} DumpFileStatus;
+
+extern int64 wc_dump(bool include_unlogged, int64 min_blocks);
+extern DumpFileStatus wc_check_file(WarmFileHeader *hdr, char **problem);
+extern void wc_set_aside_bad_file(const char *problem, int elevel);
+extern bool wc_reader_open(WarmFileReader *reader, bool across_xacts);
+extern bool wc_reader_next(WarmFileReader *reader, WarmRun *run);
+extern void wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n);
+extern void wc_reader_close(WarmFileReader *reader);
+extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
+extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);
+
+#endif							/* PG_WARMCACHE_DUMPFILE_H */

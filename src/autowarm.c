@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * autowarm.c
+ *		The autowarm worker: the restore at start, periodic and shutdown
+ *		dumps, and the restores that warmcache_restore_now() asks for.
+ *
+ * One worker runs from the time the server is consistent (so on a hot
+ * standby too).  At its first start after the shared memory was created
+ * it restores the dump file, if pg_warmcache.autowarm is on, then dumps
+ * every pg_warmcache.dump_interval seconds and at shutdown.  It leads the
+ * restores itself (restore.c), so a dump never runs during one.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/autowarm.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "autowarm.h"
+#include "dumpfile.h"
+#include "pg_warmcache.h"
+#include "restore.h"
+
+/*
+ * Register the autowarm worker; called from _PG_init.
+ */
+void
+wc_register_autowarm_worker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 10;
+	strcpy(worker.bgw_library_name, "pg_warmcache");
+	strcpy(worker.bgw_function_name, "pg_warmcache_main");
+	strcpy(worker.bgw_name, "pg_warmcache autowarm");
+	strcpy(worker.bgw_type, "pg_warmcache autowarm");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* On exit: no worker any more, and no operation of ours left begun. */
+static void
+autowarm_worker_exit(int code, Datum arg)
+{
+	bool		owner;
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->worker_pid = 0;
+	wc_shared->worker_latch = NULL;
+	owner = wc_shared->state != WC_STATE_IDLE &&
+		wc_shared->owner_pid == MyProcPid;
+	LWLockRelease(wc_shared->lock);
+	if (owner)
+		wc_end_operation();
+}
+
+/*
+ * An automatic dump.  After an incomplete restore it must not replace the
+ * saved file with a smaller one.
+ */
+static void
+auto_dump(bool shutdown)
+{
+	int64		min_blocks = 0;
+	int64		n;
+
+	if (!wc_begin_operation(WC_STATE_DUMPING, false))
+		return;
+	if (wc_shared->restore_incomplete)
+	{
+		WarmFileHeader hdr;
+		char	   *problem;
+
+		if (wc_check_file(&hdr, &problem) == WC_FILE_OK)
+			min_blocks = (int64) hdr.nblocks;
+	}
+	n = wc_dump(shutdown, min_blocks);
+	if (n < 0)
+		ereport(LOG,
+				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
+						(long long) min_blocks),
+				 errdetail("The last restore did not finish and the buffer cache holds fewer blocks.")));
+	else
+	{
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		wc_shared->restore_incomplete = false;
+		LWLockRelease(wc_shared->lock);
+		if (shutdown)
+			ereport(LOG,
+					(errmsg("pg_warmcache: dumped %lld blocks at shutdown", (long long) n)));
+	}
+	wc_end_operation();
+}
+
+/*
+ * Entry point of the autowarm worker.
+ */
+void
+pg_warmcache_main(Datum arg)
+{
+	MemoryContext cxt;
+	bool		first;
+	TimestampTz last_dump;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	before_shmem_exit(autowarm_worker_exit, (Datum) 0);
+	cxt = AllocSetContextCreate(TopMemoryContext, "pg_warmcache worker",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->worker_pid = MyProcPid;
+	wc_shared->worker_latch = MyLatch;
+	first = !wc_shared->startup_done;
+	wc_shared->startup_done = true;
+	if (first && wc_autowarm)
+	{
+		wc_shared->restore_requested = true;
+		wc_shared->request_mode = (WarmMode) wc_restore_mode;
+	}
+	LWLockRelease(wc_shared->lock);
+
+	last_dump = GetCurrentTimestamp();
+	while (!ShutdownRequestPending)
+	{
+		long		timeout = 60 * 1000L;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (wc_shared->restore_requested)
+		{
+			if (wc_begin_operation(WC_STATE_RESTORING, false))
+			{
+				wc_lead_restore(wc_shared->request_mode);
+				last_dump = GetCurrentTimestamp();
+				MemoryContextReset(cxt);
+				continue;
+			}
+			/* A dump runs; it ends soon and wakes us through the latch. */
+			timeout = 100;
+		}
+		else if (wc_autowarm && wc_dump_interval > 0)
+		{
+			TimestampTz next = TimestampTzPlusMilliseconds(last_dump,
+														   wc_dump_interval * 1000L);
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= next)
+			{
+				auto_dump(false);
+				MemoryContextReset(cxt);
+				last_dump = GetCurrentTimestamp();
+				continue;
+			}
+			timeout = Min(timeout, (long) ((next - now) / 1000) + 1);
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+
+	if (wc_autowarm)
+		auto_dump(true);
+	proc_exit(0);
+}
