@@ -29,7 +29,7 @@ dir=${PGWC_BENCH_DIR:-/var/tmp/pg_warmcache-dumpcost}
 port=${PGWC_BENCH_PORT:-5496}
 flavor=
 [ "$pg" != 15 ] && flavor=bench
-pc=$(PGWC_FLAVOR=$flavor "$root/.ci/install-deps" "$pg" | awk -v m="$pg" '$2 == m {print $3}')
+pc=$(PGWC_FLAVOR=$flavor "$root/test/install-deps" "$pg" | awk -v m="$pg" '$2 == m {print $3}')
 bin=$("$pc" --bindir)
 make -s -C "$root" PG_CONFIG="$pc" clean >/dev/null
 make -s -C "$root" PG_CONFIG="$pc" install >/dev/null

@@ -64,7 +64,7 @@ find_pg_config() {
 		done
 	fi
 	[ -n "$pc" ] && [ -x "$pc" ] ||
-		die "no pg_config for PostgreSQL $major (a -bench build in $PGWC_CACHE not complete yet?); set PG_CONFIG_$major"
+		die "no pg_config for PostgreSQL $major, no complete -bench build in $PGWC_CACHE: make one with \"PGWC_FLAVOR=bench test/install-deps $major\", or set PG_CONFIG_$major"
 	echo "$pc"
 }
 
