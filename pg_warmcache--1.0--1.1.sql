@@ -3,8 +3,8 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_warmcache UPDATE TO '1.1'" to load this file. \quit
 
--- warmcache_status() says why a restore is incomplete and what was skipped
--- for which reason.
+-- warmcache_status() says why a restore is incomplete, what was skipped for
+-- which reason, and how much of the restore is the OS tier.
 DROP FUNCTION warmcache_status();
 
 CREATE FUNCTION warmcache_status(
@@ -28,10 +28,31 @@ CREATE FUNCTION warmcache_status(
 	OUT restore_skipped_gone int8,
 	OUT restore_skipped_excluded int8,
 	OUT restore_skipped_locked int8,
-	OUT restore_skipped_failed int8)
+	OUT restore_skipped_failed int8,
+	OUT restore_os_tier_total int8,
+	OUT restore_os_tier_done int8)
 RETURNS record
 AS 'MODULE_PATHNAME', 'warmcache_status'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 REVOKE ALL ON FUNCTION warmcache_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION warmcache_status() TO pg_monitor;
+
+-- warmcache_blocks() says each block's tier: shared buffers, or the OS page
+-- cache only (those have no rank).
+DROP FUNCTION warmcache_blocks();
+
+CREATE FUNCTION warmcache_blocks(
+	OUT database oid,
+	OUT tablespace oid,
+	OUT relfilenode oid,
+	OUT fork text,
+	OUT block int8,
+	OUT rank int4,
+	OUT tier text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'warmcache_blocks'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION warmcache_blocks() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION warmcache_blocks() TO pg_monitor;

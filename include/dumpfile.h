@@ -30,8 +30,19 @@
 #define WC_DUMP_BAD_FILE	"pg_warmcache.blocks.corrupt"
 
 #define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
-#define WC_DUMP_VERSION		1
+#define WC_DUMP_VERSION		2	/* 1 had no OS tier; it is still read */
 #define WC_MAX_RANK			BM_MAX_USAGE_COUNT
+
+/*
+ * The rank of runs of the OS tier: blocks the OS page cache held, not
+ * shared buffers.  They sort after rank 0.
+ */
+#define WC_RANK_OS			0x100
+
+/* Index of a rank in per-rank arrays: 0..WC_MAX_RANK, then the OS tier. */
+#define WC_RANK_SLOT_OS		(WC_MAX_RANK + 1)
+#define WC_RANK_SLOTS		(WC_MAX_RANK + 2)
+#define wc_rank_slot(rank)	((rank) == WC_RANK_OS ? WC_RANK_SLOT_OS : (int) (rank))
 
 /* On-disk header; all integers in the machine's byte order. */
 typedef struct WarmFileHeader
@@ -52,7 +63,8 @@ typedef struct WarmFileHeader
 /* On-disk run: count consecutive blocks sharing rank and relation fork. */
 typedef struct WarmRun
 {
-	uint32		rank;			/* usage count at dump time, 0..5 */
+	uint32		rank;			/* usage count at dump time, 0..5, or
+								 * WC_RANK_OS */
 	Oid			db;				/* 0 for shared catalogs */
 	Oid			spc;
 	RelFileNumber relnumber;

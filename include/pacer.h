@@ -41,6 +41,7 @@ typedef struct RestorePacer
 	PacerStop	why;			/* why base.stop was set */
 	Oid			relid;			/* relation being warmed, or InvalidOid */
 	bool		counting;		/* count the batch's blocks in the progress */
+	bool		os_tier;		/* reading the OS tier */
 	uint64		batch_done;		/* blocks of the current batch warmed */
 
 	/* when each probe last ran */

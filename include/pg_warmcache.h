@@ -72,7 +72,9 @@ typedef struct WarmShared
 	TimestampTz restore_started_at;
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
+	int64		restore_os_tier_total;	/* of total: the OS tier */
 	pg_atomic_uint64 restore_blocks_done;
+	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
 	pg_atomic_uint64 restore_blocks_os;	/* of done: OS cache only */
 	pg_atomic_uint64 restore_skipped[WC_SKIP_REASONS];
 
@@ -102,6 +104,7 @@ extern int	wc_restore_workers;
 extern int	wc_max_restore_rate;
 extern bool wc_restore_yield;
 extern int	wc_sort_chunk;
+extern bool wc_dump_os_cache;
 
 extern void _PG_init(void);
 

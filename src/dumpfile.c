@@ -4,14 +4,17 @@
  *		Writing, checking and reading the dump file pg_warmcache.blocks.
  *
  * A dump walks the buffer headers, each under its own header spinlock and
- * never a buffer mapping lock, and writes the blocks it finds as sorted
- * runs of consecutive blocks: hottest rank first (the usage count), then
+ * never a buffer mapping lock, and, with pg_warmcache.dump_os_cache, the
+ * relation files for what the OS page cache holds (oscache.c: the OS
+ * tier).  It writes the blocks it finds as sorted runs of consecutive
+ * blocks: hottest rank first (the usage count), the OS tier last, then
  * database, tablespace, relation, fork and block, which is the order the
- * restore reads them in.  Memory is bounded whatever shared_buffers is: the
- * headers are read in chunks of at most pg_warmcache.sort_chunk entries
- * (1M by default, 28 MB), each chunk is sorted and written as runs to a
- * scratch file, and the chunks are then merged.  The result goes to a temporary file that is fsynced and renamed
- * over the old one, so a crash leaves either the old or the new file.
+ * restore reads them in.  Memory is bounded whatever shared_buffers or the
+ * database is: entries are gathered in chunks of at most
+ * pg_warmcache.sort_chunk (1M by default, 28 MB), each chunk is sorted and
+ * written as runs to a scratch file, and the chunks are then merged.  The
+ * result goes to a temporary file that is fsynced and renamed over the old
+ * one, so a crash leaves either the old or the new file.
  *
  * The format is described in docs/design.md.
  *
@@ -37,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "dumpfile.h"
+#include "oscache.h"
 #include "pg_warmcache.h"
 
 /* Runs read from the file at once, by a merge input or a reader. */
@@ -90,13 +94,21 @@ wc_run_phys_cmp(const WarmRun *a, const WarmRun *b)
 }
 
 /*
- * Order of runs in the file: hottest rank first, then physical order.
+ * Order of runs in the file: hottest rank first, the OS tier last, then
+ * physical order.
  */
 int
 wc_run_cmp(const WarmRun *a, const WarmRun *b)
 {
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
+	int			ra = wc_rank_slot(a->rank);
+	int			rb = wc_rank_slot(b->rank);
+
+	if (ra != rb)
+	{
+		if (ra == WC_RANK_SLOT_OS || rb == WC_RANK_SLOT_OS)
+			return ra == WC_RANK_SLOT_OS ? 1 : -1;
+		return ra > rb ? -1 : 1;
+	}
 	return wc_run_phys_cmp(a, b);
 }
 
@@ -345,9 +357,20 @@ scan_buffers(DumpJob *job)
 		e->fork = (uint32) fork;
 		e->rank = (uint32) usage;
 		e->count = 1;
-		if (job->n == job->cap && i < NBuffers - 1)
+		if (job->n == job->cap)
 			spill_chunk(job);
 	}
+}
+
+/* Take a run of the OS tier: see oscache.c. */
+static void
+add_os_run(void *arg, const WarmRun *run)
+{
+	DumpJob    *job = arg;
+
+	job->entries[job->n++] = *run;
+	if (job->n == job->cap)
+		spill_chunk(job);
 }
 
 /* Write the runs, sorted and merged, to the temporary file. */
@@ -454,6 +477,8 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 	PG_TRY();
 	{
 		scan_buffers(&job);
+		if (wc_dump_os_cache)
+			wc_scan_os_cache(include_unlogged, add_os_run, &job);
 		write_runs(&job);
 		kept = (int64) (job.out.nblocks + job.left_out) < min_blocks;
 		if (kept)
@@ -528,8 +553,8 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 			(long long) st.st_size);
 	if (hdr->magic != WC_DUMP_MAGIC)
 		BAD("not a pg_warmcache dump file (bad magic number %08X)", hdr->magic);
-	if (hdr->version != WC_DUMP_VERSION)
-		BAD("unsupported format version %u, expected %u",
+	if (hdr->version < 1 || hdr->version > WC_DUMP_VERSION)
+		BAD("unsupported format version %u, expected 1 to %u",
 			hdr->version, WC_DUMP_VERSION);
 	if (hdr->pg_major != PG_VERSION_NUM / 10000)
 		BAD("written by PostgreSQL major version %u, this server is %u",
@@ -557,7 +582,9 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 		if (fread(&run, sizeof(run), 1, fp) != 1)
 			BAD("could not read run %llu", (unsigned long long) i);
 		COMP_CRC32C(crc, &run, sizeof(run));
-		if (run.rank > WC_MAX_RANK || run.fork > MAX_FORKNUM ||
+		if ((run.rank > WC_MAX_RANK &&
+			 (run.rank != WC_RANK_OS || hdr->version < 2)) ||
+			run.fork > MAX_FORKNUM ||
 			run.count == 0 ||
 			(uint64) run.start + run.count > (uint64) MaxBlockNumber + 1 ||
 			(i > 0 && wc_run_cmp(&prev, &run) >= 0))
@@ -620,7 +647,8 @@ wc_reader_open(WarmFileReader *reader, bool across_xacts)
 				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
 	}
 	if (fread(&reader->hdr, sizeof(reader->hdr), 1, reader->fp) != 1 ||
-		reader->hdr.magic != WC_DUMP_MAGIC || reader->hdr.version != WC_DUMP_VERSION)
+		reader->hdr.magic != WC_DUMP_MAGIC || reader->hdr.version < 1 ||
+		reader->hdr.version > WC_DUMP_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("dump file \"%s\" is not usable", WC_DUMP_FILE)));

@@ -266,6 +266,8 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
 		return;
 	pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
 	pg_atomic_fetch_add_u64(&pacer->slot->processed, blocks);
+	if (pacer->os_tier)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_os_tier_done, blocks);
 	if (os_only > 0)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
 }

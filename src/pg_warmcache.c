@@ -61,6 +61,7 @@ int			wc_restore_workers = 2;
 int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = true;
 int			wc_sort_chunk = 1024 * 1024;
+bool		wc_dump_os_cache = true;
 
 static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
@@ -132,6 +133,15 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("pg_warmcache.dump_os_cache",
+							 "Dumps also which blocks of the relation files the OS page cache holds, and restores them into it.",
+							 NULL,
+							 &wc_dump_os_cache,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
 	/* For tests of the merge: chunks smaller than shared_buffers. */
 	DefineCustomIntVariable("pg_warmcache.sort_chunk",
 							"Buffer headers a dump sorts in memory at once.",
@@ -183,6 +193,7 @@ wc_shmem_startup(void)
 		ConditionVariableInit(&wc_shared->cv);
 		wc_shared->state = WC_STATE_IDLE;
 		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
+		pg_atomic_init_u64(&wc_shared->restore_os_tier_done, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
 		for (i = 0; i < WC_SKIP_REASONS; i++)
 			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
@@ -399,7 +410,7 @@ ts_or_null(TimestampTz t, bool *isnull)
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 21
+#define STATUS_COLS 23
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
@@ -487,6 +498,10 @@ warmcache_status(PG_FUNCTION_ARGS)
 		values[i] = Int64GetDatum((int64) skip[r]);
 		nulls[i++] = !started;
 	}
+	values[i] = Int64GetDatum(s.restore_os_tier_total);
+	nulls[i++] = !started;
+	values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&wc_shared->restore_os_tier_done));
+	nulls[i++] = !started;
 	Assert(i == STATUS_COLS);
 	Assert(tupdesc->natts <= STATUS_COLS);
 
@@ -495,7 +510,8 @@ warmcache_status(PG_FUNCTION_ARGS)
 }
 
 /*
- * warmcache_blocks(): the saved file, a row per block.
+ * warmcache_blocks(): the saved file, a row per block.  From 1.1 a row also
+ * says its tier, and blocks of the OS tier have no rank.
  */
 Datum
 warmcache_blocks(PG_FUNCTION_ARGS)
@@ -506,7 +522,9 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 	WarmRun		run;
 	char	   *problem;
 
+	/* The 1.0 function has no tier column: the row is cut to its six. */
 	InitMaterializedSRF(fcinfo, 0);
+	Assert(rsinfo->setDesc->natts <= 7);
 
 	switch (wc_check_file(&hdr, &problem))
 	{
@@ -525,12 +543,13 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	while (wc_reader_next(&r, &run))
 	{
+		bool		os = (run.rank == WC_RANK_OS);
 		uint32		b;
 
 		for (b = 0; b < run.count; b++)
 		{
-			Datum		values[6];
-			bool		nulls[6] = {0};
+			Datum		values[7];
+			bool		nulls[7] = {0};
 
 			if ((b & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
@@ -540,6 +559,8 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 			values[3] = CStringGetTextDatum(forkNames[run.fork]);
 			values[4] = Int64GetDatum((int64) run.start + b);
 			values[5] = Int32GetDatum((int32) run.rank);
+			nulls[5] = os;
+			values[6] = CStringGetTextDatum(os ? "os" : "buffer");
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

@@ -102,6 +102,7 @@ typedef struct RestoreLeader
 	DbShare    *shares;			/* shared catalogs first, then largest */
 	int			nshares;
 	int			ndbs;			/* of the shares, databases */
+	uint64		os_tier_blocks; /* of all blocks, the OS tier's */
 	int			running;		/* workers running */
 	bool		stopped;		/* aborted or shutting down */
 	TimestampTz stopped_at;
@@ -177,6 +178,8 @@ count_shares(RestoreLeader *leader)
 					leader->ndbs++;
 			}
 			leader->shares[i].blocks += run.count;
+			if (run.rank == WC_RANK_OS)
+				leader->os_tier_blocks += run.count;
 		}
 		wc_reader_close(&reader);
 	}
@@ -526,7 +529,8 @@ all_closed(const RestoreLeader *leader)
  * Publish the start of a restore of the checked file with header hdr.
  */
 static void
-publish_start(const WarmFileHeader *hdr, WarmMode mode, TimestampTz started)
+publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
+			  TimestampTz started)
 {
 	int			r;
 
@@ -544,7 +548,9 @@ publish_start(const WarmFileHeader *hdr, WarmMode mode, TimestampTz started)
 	wc_shared->restore_started_at = started;
 	wc_shared->restore_finished_at = 0;
 	wc_shared->restore_blocks_total = (int64) hdr->nblocks;
+	wc_shared->restore_os_tier_total = (int64) os_tier_blocks;
 	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
+	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
@@ -677,12 +683,15 @@ wc_lead_restore(WarmMode mode)
 			memset(&leader, 0, sizeof(leader));
 			count_shares(&leader);
 			started = GetCurrentTimestamp();
-			publish_start(&hdr, mode, started);
+			publish_start(&hdr, leader.os_tier_blocks, mode, started);
 			ereport(LOG,
 					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s",
 							(unsigned long long) hdr.nblocks,
 							hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
-							leader.ndbs, wc_mode_name(mode))));
+							leader.ndbs, wc_mode_name(mode)),
+					 leader.os_tier_blocks > 0 ?
+					 errdetail("%llu of the blocks were in the OS page cache only; they go back there.",
+							   (unsigned long long) leader.os_tier_blocks) : 0));
 			lead_workers(&leader);
 			report_end(&leader, &hdr, started);
 			if (leader.shares)

@@ -117,19 +117,19 @@ static int	restore_slot = -1;
 /* Where each rank's runs are in the file, and how many are ours. */
 typedef struct RankPlan
 {
-	uint64		first[WC_MAX_RANK + 1]; /* index of the rank's first run */
-	uint64		nruns[WC_MAX_RANK + 1]; /* runs of the rank in the file */
-	uint64		my_blocks[WC_MAX_RANK + 1];
-	uint64		my_runs[WC_MAX_RANK + 1];
+	uint64		first[WC_RANK_SLOTS];	/* index of the rank's first run */
+	uint64		nruns[WC_RANK_SLOTS];	/* runs of the rank in the file */
+	uint64		my_blocks[WC_RANK_SLOTS];
+	uint64		my_runs[WC_RANK_SLOTS];
 } RankPlan;
 
 /* The runs of a pass, merged from its ranks in physical order. */
 typedef struct PassReader
 {
 	int			n;
-	WarmFileReader r[WC_MAX_RANK + 1];
-	WarmRun		cur[WC_MAX_RANK + 1];
-	bool		have[WC_MAX_RANK + 1];
+	WarmFileReader r[WC_RANK_SLOTS];
+	WarmRun		cur[WC_RANK_SLOTS];
+	bool		have[WC_RANK_SLOTS];
 } PassReader;
 
 /* The shared catalogs' worker has db 0, as their runs do. */
@@ -151,13 +151,15 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 		return;
 	while (wc_reader_next(&r, &run))
 	{
+		int			rank = wc_rank_slot(run.rank);
+
 		CHECK_FOR_INTERRUPTS();
-		if (plan->nruns[run.rank]++ == 0)
-			plan->first[run.rank] = idx;
+		if (plan->nruns[rank]++ == 0)
+			plan->first[rank] = idx;
 		if (slot_owns_run(slot, &run))
 		{
-			plan->my_blocks[run.rank] += run.count;
-			plan->my_runs[run.rank]++;
+			plan->my_blocks[rank] += run.count;
+			plan->my_runs[rank]++;
 		}
 		idx++;
 	}
@@ -633,7 +635,7 @@ restore_worker_exit(int code, Datum arg)
 
 /*
  * Restore this worker's share: passes, hottest first (a sparse rank joins
- * the next one down), then the deferred batches.
+ * the next one down), then the OS tier, then the deferred batches.
  */
 static void
 restore_share(RestoreWorker *w)
@@ -663,6 +665,16 @@ restore_share(RestoreWorker *w)
 	}
 	if (hi >= 0 && !w->stopping && !w->stepping_out)
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
+
+	/* Last, the OS tier: into the OS page cache only. */
+	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->stepping_out)
+	{
+		retry_deferred(w, clipped, false);
+		w->pacer.mode = w->pacer.mode == WC_MODE_PREFETCH ?
+			WC_MODE_PREFETCH : WC_MODE_READ;
+		w->pacer.os_tier = true;
+		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
+	}
 	retry_deferred(w, clipped, true);
 }
 

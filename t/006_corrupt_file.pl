@@ -161,7 +161,7 @@ for my $case (@cases)
 	my $new = slurp_bin($file);
 	my $nh = header($new);
 	ok( $nh->{magic} == MAGIC
-		  && $nh->{version} == 1
+		  && $nh->{version} == FORMAT_VERSION
 		  && $nh->{sysid} == $h->{sysid}
 		  && $nh->{nblocks} == $dumped
 		  && length($new) == HEADER_SIZE + $nh->{nruns} * RUN_SIZE,

@@ -24,6 +24,7 @@ our @EXPORT = qw(
   MAGIC
   HEADER_SIZE
   RUN_SIZE
+  FORMAT_VERSION
 
   start_node
   create_extensions
@@ -38,6 +39,11 @@ our @EXPORT = qw(
   slurp_bin
   write_bin
   header
+  runs
+  crc32c
+  write_dump_file
+  evict_files
+  resident_blocks
 );
 
 # The magic number that starts a dump file: WC_FILE_MAGIC in
@@ -49,10 +55,15 @@ use constant MAGIC => 0x4D525757;
 use constant HEADER_SIZE => 56;
 use constant RUN_SIZE => 28;
 
+# The dump file's format version (WC_DUMP_VERSION in include/dumpfile.h);
+# version 1, without the OS tier, is still read.
+use constant FORMAT_VERSION => 2;
+
 # A new node, initialized with the arguments %init of init() and started,
 # with pg_warmcache preloaded, its periodic dumps off
-# (pg_warmcache.dump_interval = 0) and the lines $conf added to
-# postgresql.conf.
+# (pg_warmcache.dump_interval = 0), the dumps' OS tier off (most tests
+# compare the dump with shared buffers; the OS tier's own tests turn it on)
+# and the lines $conf added to postgresql.conf.
 sub start_node
 {
 	my ($name, $conf, %init) = @_;
@@ -61,6 +72,7 @@ sub start_node
 	$node->append_conf('postgresql.conf',
 		    "shared_preload_libraries = 'pg_warmcache'\n"
 		  . "pg_warmcache.dump_interval = 0\n"
+		  . "pg_warmcache.dump_os_cache = off\n"
 		  . ($conf // ''));
 	$node->start;
 	return $node;
@@ -208,6 +220,81 @@ sub header
 	@h{qw(magic version pg_major blcksz sysid dumped_at nblocks nruns flags crc)}
 	  = unpack('L4 Q q Q Q L L', $bytes);
 	return \%h;
+}
+
+# The runs of the dump file $bytes, as array references
+# [rank, db, spc, relnumber, fork, start, count].
+sub runs
+{
+	my ($bytes) = @_;
+	my $h = header($bytes);
+	my @runs;
+	for my $i (0 .. $h->{nruns} - 1)
+	{
+		push @runs, [ unpack('L7', substr($bytes, HEADER_SIZE + $i * RUN_SIZE, RUN_SIZE)) ];
+	}
+	return @runs;
+}
+
+# CRC-32C (Castagnoli) of $bytes, continuing from $crc (a running value
+# before finalization; start with 0xFFFFFFFF), not finalized.
+my @crc_table;
+sub crc32c
+{
+	my ($crc, $bytes) = @_;
+	if (!@crc_table)
+	{
+		for my $n (0 .. 255)
+		{
+			my $c = $n;
+			$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+			$crc_table[$n] = $c;
+		}
+	}
+	$crc = $crc_table[ ($crc ^ $_) & 0xFF ] ^ ($crc >> 8) for unpack('C*', $bytes);
+	return $crc;
+}
+
+# Write a dump file at $path with the header fields %$h (nblocks, nruns
+# and crc computed) and the runs @$runs, as the server would.
+sub write_dump_file
+{
+	my ($path, $h, $runs) = @_;
+	my $body = join('', map { pack('L7', @$_) } @$runs);
+	my $nblocks = 0;
+	$nblocks += $_->[6] for @$runs;
+	my $head = pack('L4 Q q Q Q L', $h->{magic}, $h->{version}, $h->{pg_major},
+		$h->{blcksz}, $h->{sysid}, $h->{dumped_at}, $nblocks, scalar(@$runs),
+		$h->{flags} // 0);
+	my $crc = crc32c(crc32c(0xFFFFFFFF, $body), $head) ^ 0xFFFFFFFF;
+	write_bin($path, $head . pack('L', $crc) . $body);
+	return;
+}
+
+# Evict the files @paths from the OS page cache: sync (test clusters run
+# with fsync off, and dirty pages cannot be dropped), then
+# posix_fadvise(DONTNEED) through dd, which needs no privilege.
+sub evict_files
+{
+	my (@paths) = @_;
+	system('sync') == 0 or die 'sync failed';
+	for my $path (@paths)
+	{
+		system('dd', "if=$path", 'iflag=nocache', 'count=0', 'status=none') == 0
+		  or die "could not evict \"$path\"";
+	}
+	return;
+}
+
+# The blocks of the file $path that the OS page cache holds, by util-linux
+# fincore (the oracle: it shares nothing with the module).
+sub resident_blocks
+{
+	my ($path, $block_size) = @_;
+	my $out = `fincore --bytes --noheadings --output RES '$path'`;
+	die "fincore failed on \"$path\"" if $? != 0;
+	$out =~ s/\s+//g;
+	return int($out / ($block_size // 8192));
 }
 
 1;

@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * oscache.c
+ *		The OS tier of a dump: which blocks of the cluster's relation files
+ *		the OS page cache holds.
+ *
+ * Most servers keep the larger part of their working set in the OS page
+ * cache, which a host reboot empties too.  A dump therefore also walks the
+ * relation files of every database and of the shared catalogs (base/,
+ * global/, pg_tblspc/), maps each segment read-only, asks mincore() which
+ * of its pages are resident, and hands the runs of resident blocks to the
+ * dump.  A block counts when all of its OS pages are resident.
+ *
+ * Nothing here takes a lock or reads a page: the mapping is never touched,
+ * so a file dropped or truncated meanwhile is at worst a run that the
+ * restore skips as gone.  Memory is one residency vector of a segment
+ * (RELSEG_SIZE blocks: 256 kB for 1 GB of 4 kB pages), whatever the size
+ * of the database.  Temporary relations and init forks are left out, and
+ * unlogged relations (those with an init fork) unless asked for, as the
+ * buffer tier does.  The blocks also in shared buffers are not taken out:
+ * the restore finds them in the page cache, at no I/O cost.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/oscache.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/pg_tablespace_d.h"
+#include "common/relpath.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+
+#include "compat.h"
+#include "dumpfile.h"
+#include "oscache.h"
+
+/* What a scan of the relation files needs at hand. */
+typedef struct OsScan
+{
+	bool		include_unlogged;
+	OsRunCallback emit;
+	void	   *arg;
+	unsigned char *vec;			/* mincore() residency of one segment */
+	size_t		vec_pages;
+	size_t		page_size;
+} OsScan;
+
+/*
+ * Parse a relation file name: "<relnumber>[_<fork>][.<segno>]".  Returns
+ * false for anything else (temporary relations, other files).
+ */
+static bool
+parse_relation_file(const char *name, RelFileNumber *relnumber,
+					ForkNumber *fork, BlockNumber *segno)
+{
+	const char *p = name;
+	unsigned long num = 0;
+
+	if (!isdigit((unsigned char) *p))
+		return false;
+	while (isdigit((unsigned char) *p))
+		num = num * 10 + (*p++ - '0');
+	*relnumber = (RelFileNumber) num;
+	*fork = MAIN_FORKNUM;
+	*segno = 0;
+	if (*p == '_')
+	{
+		int			len = 0;
+
+		p++;
+		while (p[len] != '\0' && p[len] != '.')
+			len++;
+		if (len == 3 && strncmp(p, "fsm", 3) == 0)
+			*fork = FSM_FORKNUM;
+		else if (len == 2 && strncmp(p, "vm", 2) == 0)
+			*fork = VISIBILITYMAP_FORKNUM;
+		else if (len == 4 && strncmp(p, "init", 4) == 0)
+			*fork = INIT_FORKNUM;
+		else
+			return false;
+		p += len;
+	}
+	if (*p == '.')
+	{
+		num = 0;
+		p++;
+		if (!isdigit((unsigned char) *p))
+			return false;
+		while (isdigit((unsigned char) *p))
+			num = num * 10 + (*p++ - '0');
+		*segno = (BlockNumber) num;
+	}
+	return *p == '\0';
+}
+
+/* Does the relation have an init fork, that is, is it unlogged? */
+static bool
+is_unlogged(const char *dir, RelFileNumber relnumber)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%u_init", dir, relnumber);
+	return stat(path, &st) == 0;
+}
+
+/*
+ * Hand the runs of cached blocks of one segment file to the callback.
+ */
+static void
+scan_segment(OsScan *scan, const char *path, const WarmRun *key,
+			 BlockNumber first_block)
+{
+	int			fd;
+	struct stat st;
+	void	   *map;
+	size_t		pages;
+	size_t		per_block = BLCKSZ / scan->page_size;
+	BlockNumber nblocks;
+	BlockNumber b;
+	WarmRun		run = *key;
+
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return;					/* dropped meanwhile */
+	if (fstat(fd, &st) != 0 || st.st_size < BLCKSZ)
+	{
+		CloseTransientFile(fd);
+		return;
+	}
+	nblocks = Min((BlockNumber) (st.st_size / BLCKSZ), (BlockNumber) RELSEG_SIZE);
+	pages = (size_t) nblocks * per_block;
+	map = mmap(NULL, pages * scan->page_size, PROT_READ, MAP_SHARED, fd, 0);
+	CloseTransientFile(fd);
+	if (map == MAP_FAILED)
+		return;
+	if (pages > scan->vec_pages ||
+		mincore(map, pages * scan->page_size, scan->vec) != 0)
+	{
+		munmap(map, pages * scan->page_size);
+		return;
+	}
+	munmap(map, pages * scan->page_size);
+
+	run.count = 0;
+	for (b = 0; b < nblocks; b++)
+	{
+		size_t		i;
+		bool		cached = true;
+
+		for (i = 0; i < per_block && cached; i++)
+			cached = (scan->vec[(size_t) b * per_block + i] & 1) != 0;
+		if (cached)
+		{
+			if (run.count == 0)
+				run.start = first_block + b;
+			run.count++;
+			continue;
+		}
+		if (run.count > 0)
+			scan->emit(scan->arg, &run);
+		run.count = 0;
+	}
+	if (run.count > 0)
+		scan->emit(scan->arg, &run);
+}
+
+/*
+ * Scan the relation files of one directory: db and spc name what it holds.
+ */
+static void
+scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = ReadDirExtended(d, dir, LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		WarmRun		key;
+		RelFileNumber relnumber;
+		ForkNumber	fork;
+		BlockNumber segno;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!parse_relation_file(de->d_name, &relnumber, &fork, &segno) ||
+			fork == INIT_FORKNUM)
+			continue;
+		if (!scan->include_unlogged && is_unlogged(dir, relnumber))
+			continue;
+		memset(&key, 0, sizeof(key));
+		key.rank = WC_RANK_OS;
+		key.db = db;
+		key.spc = spc;
+		key.relnumber = relnumber;
+		key.fork = (uint32) fork;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		scan_segment(scan, path, &key, segno * RELSEG_SIZE);
+	}
+	FreeDir(d);
+}
+
+/* What for_each_oid_entry() does with each entry: path, its OID, spc. */
+typedef void (*OidEntryFn) (OsScan *scan, const char *path, Oid oid, Oid spc);
+
+/*
+ * Call fn for each entry of dir whose name is an OID, with the path of the
+ * entry (and below it, if given).
+ */
+static void
+for_each_oid_entry(OsScan *scan, const char *dir, const char *below, Oid spc,
+				   OidEntryFn fn)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = ReadDirExtended(d, dir, LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		Oid			oid = (Oid) strtoul(de->d_name, NULL, 10);
+
+		if (!isdigit((unsigned char) de->d_name[0]) || !OidIsValid(oid))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s%s%s", dir, de->d_name,
+				 below ? "/" : "", below ? below : "");
+		fn(scan, path, oid, spc);
+	}
+	FreeDir(d);
+}
+
+/* A database directory: base/<db>, or a tablespace's. */
+static void
+scan_database(OsScan *scan, const char *path, Oid db, Oid spc)
+{
+	scan_directory(scan, path, db, spc);
+}
+
+/* A tablespace: the database directories below its version directory. */
+static void
+scan_tablespace(OsScan *scan, const char *path, Oid spc, Oid unused)
+{
+	for_each_oid_entry(scan, path, NULL, spc, scan_database);
+}
+
+/*
+ * Walk the cluster's relation files and hand every run of blocks that the
+ * OS page cache holds to emit, as runs of rank WC_RANK_OS, in no
+ * particular order.  Runs with include_unlogged only: unlogged relations.
+ */
+void
+wc_scan_os_cache(bool include_unlogged, OsRunCallback emit, void *arg)
+{
+	OsScan		scan;
+
+	scan.include_unlogged = include_unlogged;
+	scan.emit = emit;
+	scan.arg = arg;
+	scan.page_size = (size_t) sysconf(_SC_PAGESIZE);
+	if (scan.page_size == 0 || BLCKSZ % scan.page_size != 0)
+		return;					/* pages larger than blocks: not measured */
+	scan.vec_pages = (size_t) RELSEG_SIZE * (BLCKSZ / scan.page_size);
+	scan.vec = palloc(scan.vec_pages);
+
+	scan_directory(&scan, "global", InvalidOid, GLOBALTABLESPACE_OID);
+	for_each_oid_entry(&scan, "base", NULL, DEFAULTTABLESPACE_OID,
+					   scan_database);
+	for_each_oid_entry(&scan, "pg_tblspc", TABLESPACE_VERSION_DIRECTORY,
+					   InvalidOid, scan_tablespace);
+	pfree(scan.vec);
+}
