@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
@@ -108,6 +109,8 @@ auto_dump(bool shutdown)
 		edata = CopyErrorData();
 		FlushErrorState();
 		LWLockReleaseAll();
+		/* No transaction ends here to close what the dump left open. */
+		AtEOXact_Files(false);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_warmcache: could not dump the buffer cache's block list: %s",

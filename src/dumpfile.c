@@ -611,13 +611,24 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 void
 wc_set_aside_bad_file(const char *problem, int elevel)
 {
+	bool		renamed;
+
+	/*
+	 * durable_rename() first opens the file to fsync it, which fails on a
+	 * file that cannot be opened, the very case of an unreadable one: then
+	 * a plain rename, which needs only the directory.
+	 */
+	renamed = durable_rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE, LOG) == 0 ||
+		rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE) == 0;
 	ereport(elevel,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("pg_warmcache: dump file \"%s\" is not usable: %s",
 					WC_DUMP_FILE, problem),
+			 renamed ?
 			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",
+					   WC_DUMP_BAD_FILE) :
+			 errdetail("It could not be renamed to \"%s\": %m.",
 					   WC_DUMP_BAD_FILE)));
-	(void) durable_rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE, LOG);
 }
 
 /*

@@ -23,11 +23,13 @@
  *   burst ahead of real time sleeps until it is not.  Time spent idle is
  *   not saved up for later beyond that burst.
  *
- * The probes take no lock anyone waits for.  A relation is probed with a
- * conditional RowShareLock: it cannot be granted while an AccessExclusive
- * (or Exclusive) request is queued, as a query's or, on a standby, replay's
- * is.  (LockHasWaitersRelation() cannot be used: our AccessShareLock is
- * usually a fast-path lock, which it does not handle.)  A database is
+ * The probes take no lock anyone waits for.  A relation is probed by
+ * looking at the processes waiting for a lock: one that waits for
+ * AccessExclusiveLock on it, a query's or, on a standby, replay's, is
+ * what the restore lets go for.  (LockHasWaitersRelation() cannot be used:
+ * our AccessShareLock is usually a fast-path lock, which it does not
+ * handle; nor a conditional lock request, which from 17 on may be granted
+ * ahead of the waiter because we hold a lock it waits for.)  A database is
  * probed with a conditional RowExclusiveLock on its database object, the
  * lock a new connection takes: DROP DATABASE, ALTER DATABASE RENAME and SET
  * TABLESPACE hold AccessExclusiveLock on it, CREATE DATABASE holds
@@ -45,6 +47,7 @@
 
 #include <time.h>
 
+#include "catalog/catalog.h"
 #include "catalog/pg_database_d.h"
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
@@ -111,13 +114,33 @@ wc_database_wanted(Oid db)
 	return false;
 }
 
-/* Is an AccessExclusive request waiting for relid?  See the file header. */
+/*
+ * Is a request for a lock that conflicts with our AccessShareLock (that is,
+ * an AccessExclusiveLock) waiting for relid?  Every process that waits for
+ * a heavyweight lock, replay on a standby included, shows it in its PGPROC:
+ * waitLock and waitLockMode, read here without the partition lock.  A LOCK
+ * lives in shared memory for good, so a stale pointer reads an old tag, at
+ * worst a wrong answer for one probe, never a fault.
+ */
 static bool
 relation_wanted(Oid relid)
 {
-	if (!ConditionalLockRelationOid(relid, RowShareLock))
-		return true;
-	UnlockRelationOid(relid, RowShareLock);
+	LOCKTAG		tag;
+	uint32		i;
+
+	SET_LOCKTAG_RELATION(tag, IsSharedRelation(relid) ? InvalidOid : MyDatabaseId,
+						 relid);
+	for (i = 0; i < ProcGlobal->allProcCount; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		LOCK	   *lock = *((LOCK *volatile *) &proc->waitLock);
+
+		if (lock == NULL || proc == MyProc ||
+			*((volatile LOCKMODE *) &proc->waitLockMode) != AccessExclusiveLock)
+			continue;
+		if (memcmp(&lock->tag, &tag, sizeof(LOCKTAG)) == 0)
+			return true;
+	}
 	return false;
 }
 

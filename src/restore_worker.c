@@ -42,6 +42,7 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/pg_tablespace_d.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -290,6 +291,14 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 	uint64		gone = batch->blocks;
 
 	relid = RelidByRelfilenumber(batch->key.spc, batch->key.relnumber);
+
+	/*
+	 * A database moved by ALTER DATABASE SET TABLESPACE since the dump: the
+	 * relations of its old default tablespace are in the new one.
+	 */
+	if (!OidIsValid(relid) && batch->key.spc != GLOBALTABLESPACE_OID &&
+		batch->key.spc != MyDatabaseTableSpace)
+		relid = RelidByRelfilenumber(MyDatabaseTableSpace, batch->key.relnumber);
 	if (OidIsValid(relid))
 	{
 		/* Never queue for the lock: whoever holds or wants it goes first. */
@@ -314,6 +323,7 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		for (i = 0; i < n; i++)
 			kept += clipped[i].count;
 		pacer->relid = relid;
+		pacer->counting = batch->counting;
 		pacer->batch_done = 0;
 		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
 		pacer->relid = InvalidOid;
