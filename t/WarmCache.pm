@@ -19,6 +19,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
 
 our @EXPORT = qw(
   MAGIC
@@ -36,6 +37,13 @@ our @EXPORT = qw(
   psql_fails
   relation_blocks
   cached
+  wait_for_restore_worker
+  wait_for_kept_file
+  timed_psql
+  lock_wait
+  fill_table
+  drop_os_cache
+  os_cached_bytes
   slurp_bin
   write_bin
   header
@@ -166,12 +174,13 @@ sub relation_blocks
 	);
 }
 
-# Blocks of relation $rel of the current database in shared buffers, by
-# pg_buffercache: of its fork $fork ('main', the default, 'fsm', 'vm' or
-# 'init'), or of all its forks if $fork is 'all'.
+# Blocks of relation $rel of database $dbname (postgres by default) in
+# shared buffers, by pg_buffercache, which must be installed there: of its
+# fork $fork ('main', the default, 'fsm', 'vm' or 'init'), or of all its
+# forks if $fork is 'all'.
 sub cached
 {
-	my ($node, $rel, $fork) = @_;
+	my ($node, $rel, $fork, $dbname) = @_;
 	my %forknum = (main => 0, fsm => 1, vm => 2, init => 3);
 	my $forks = '';
 	$fork //= 'main';
@@ -181,11 +190,120 @@ sub cached
 		$forks = "\n   AND relforknumber = $forknum{$fork}";
 	}
 	return $node->safe_psql(
-		'postgres', qq{
+		$dbname // 'postgres', qq{
 SELECT count(*) FROM pg_buffercache
  WHERE reldatabase = (SELECT oid FROM pg_database
                        WHERE datname = current_database())
    AND relfilenode = pg_relation_filenode('$rel')$forks});
+}
+
+# Wait until a restore worker is connected to database $dbname, or, if
+# $dbname is undefined, until some restore worker runs; return its pid.
+# Dies after the default timeout.
+sub wait_for_restore_worker
+{
+	my ($node, $dbname) = @_;
+	my $cond = defined $dbname ? "datname = '$dbname'" : 'true';
+	my $query = qq{
+SELECT pid FROM pg_stat_activity
+ WHERE backend_type = 'pg_warmcache restore' AND $cond LIMIT 1};
+	$node->poll_query_until('postgres', "SELECT EXISTS ($query)")
+	  or die 'timed out waiting for a restore worker in '
+	  . ($dbname // 'any database');
+	return $node->safe_psql('postgres', $query);
+}
+
+# Turn on a dump every second (pg_warmcache.dump_interval = 1, by a reload)
+# and wait for the log line of a periodic dump that kept the saved file of
+# $nblocks blocks rather than replace it; die after the default timeout.
+sub wait_for_kept_file
+{
+	my ($node, $nblocks) = @_;
+	my $offset = -s $node->logfile;
+	$node->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
+	$node->reload;
+	$node->wait_for_log(
+		qr/LOG:  pg_warmcache: kept the saved block list of $nblocks blocks/,
+		$offset);
+	return;
+}
+
+# Run $sql in database $dbname with psql, which waits at most the default
+# timeout; return its exit code, the seconds it took as the test sees them
+# (psql's start included), its stdout and its stderr.
+sub timed_psql
+{
+	my ($node, $dbname, $sql) = @_;
+	my $t0 = Time::HiRes::time();
+	my ($ret, $stdout, $stderr) = $node->psql($dbname, $sql);
+	return ($ret, Time::HiRes::time() - $t0, $stdout, $stderr);
+}
+
+# Take the lock (or run the DDL) $sql in a transaction of its own in
+# database postgres, giving up after $timeout seconds (lock_timeout), and
+# return how long the statement waited, in seconds, as the server's clock
+# tells: from the transaction's start to right after $sql.  Returns undef,
+# with psql's stderr as a diagnostic, if the statement failed.
+sub lock_wait
+{
+	my ($node, $sql, $timeout) = @_;
+	my ($ret, $stdout, $stderr) = $node->psql(
+		'postgres', qq{
+SET lock_timeout = '${timeout}s';
+BEGIN;
+$sql;
+SELECT extract(epoch FROM clock_timestamp() - now());
+COMMIT;});
+	if ($ret != 0)
+	{
+		diag("\"$sql\" failed: $stderr");
+		return undef;
+	}
+	return $stdout;
+}
+
+# Create table $table in database $dbname (postgres by default) with about
+# $mb MB of rows, vacuumed, and bring all of it into shared buffers with
+# warm(), so that the next dump holds all of it; return its size in
+# blocks.  pg_warmcache must be installed in that database.
+sub fill_table
+{
+	my ($node, $table, $mb, $dbname) = @_;
+	$dbname //= 'postgres';
+	my $rows = int($mb * 1024 * 1024 / 700);
+	$node->safe_psql(
+		$dbname, qq{
+CREATE TABLE $table (id int, pad text);
+INSERT INTO $table SELECT g, repeat('x', 600) FROM generate_series(1, $rows) g;
+VACUUM $table;
+SELECT warm('$table');});
+	return $node->safe_psql($dbname,
+		"SELECT pg_relation_size('$table') / current_setting('block_size')::int"
+	);
+}
+
+# Drop the pages of file $path from the OS page cache, as far as the kernel
+# lets an unprivileged user: fsync it (sync), since dirty pages would stay,
+# then posix_fadvise(POSIX_FADV_DONTNEED) on the whole file, through dd's
+# iflag=nocache.  Shared buffers are not the OS cache: checkpoint first.
+sub drop_os_cache
+{
+	my ($path) = @_;
+	system('sync', $path) == 0 or die "could not sync \"$path\"";
+	system('dd', "if=$path", 'iflag=nocache', 'count=0', 'status=none') == 0
+	  or die "dd could not drop \"$path\" from the OS cache";
+	return;
+}
+
+# Bytes of file $path resident in the OS page cache, by util-linux's
+# fincore (mincore(2)): the oracle of the modes that warm the OS cache.
+sub os_cached_bytes
+{
+	my ($path) = @_;
+	my $out = `fincore --bytes --noheadings --output RES '$path'`;
+	die "fincore failed on \"$path\"" if $? != 0;
+	$out =~ s/\s+//g;
+	return $out;
 }
 
 # The bytes of the file $path, e.g. a dump file.
