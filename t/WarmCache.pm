@@ -389,30 +389,20 @@ sub write_dump_file
 	return;
 }
 
-# Evict the files @paths from the OS page cache: sync (test clusters run
-# with fsync off, and dirty pages cannot be dropped), then
-# posix_fadvise(DONTNEED) through dd, which needs no privilege.
+# Evict the files @paths from the OS page cache (see drop_os_cache).
 sub evict_files
 {
 	my (@paths) = @_;
-	system('sync') == 0 or die 'sync failed';
-	for my $path (@paths)
-	{
-		system('dd', "if=$path", 'iflag=nocache', 'count=0', 'status=none') == 0
-		  or die "could not evict \"$path\"";
-	}
+	drop_os_cache($_) for @paths;
 	return;
 }
 
-# The blocks of the file $path that the OS page cache holds, by util-linux
-# fincore (the oracle: it shares nothing with the module).
+# The blocks of the file $path that the OS page cache holds (see
+# os_cached_bytes).
 sub resident_blocks
 {
 	my ($path, $block_size) = @_;
-	my $out = `fincore --bytes --noheadings --output RES '$path'`;
-	die "fincore failed on \"$path\"" if $? != 0;
-	$out =~ s/\s+//g;
-	return int($out / ($block_size // 8192));
+	return int(os_cached_bytes($path) / ($block_size // 8192));
 }
 
 1;
