@@ -24,25 +24,25 @@ while [ $# -gt 0 ]; do
 done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/common.sh"
 dir=${PGWC_BENCH_DIR:-/var/tmp/pg_warmcache-dumpcost}
 port=${PGWC_BENCH_PORT:-5496}
 flavor=
 [ "$pg" != 15 ] && flavor=bench
-pc=$(PGWC_FLAVOR=$flavor "$root/.ci/install-deps" "$pg" | awk -v m="$pg" '$2 == m {print $3}')
+pc=$(PGWC_FLAVOR=$flavor "$root/test/install-deps" "$pg" | awk -v m="$pg" '$2 == m {print $3}')
 bin=$("$pc" --bindir)
 make -s -C "$root" PG_CONFIG="$pc" clean >/dev/null
 make -s -C "$root" PG_CONFIG="$pc" install >/dev/null
 make -s -C "$root" PG_CONFIG="$pc" clean >/dev/null
 
-as_pg() { su postgres -s /bin/bash -c "$*"; }
-q() { as_pg "$bin/psql -X -h /tmp -p $port -d postgres -Atc \"$1\""; }
+q() { as_pg "$bin/psql" -X -h /tmp -p "$port" -d postgres -Atc "$1"; }
 
 # One 8 kB page per row: 7000 bytes stored plain (no compression, no TOAST).
 pages=$(( gb * 1024 * 1024 / 8 * 95 / 100 ))
 if [ ! -f "$dir/ready-$pg-$gb" ]; then
-	[ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl -D $dir/data -m immediate stop" || true
-	rm -rf "$dir"; mkdir -p "$dir"; chown postgres: "$dir"
-	as_pg "$bin/initdb -D $dir/data -A trust" >/dev/null
+	[ -f "$dir/data/postmaster.pid" ] && as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate stop || true
+	rm -rf "$dir"; mkdir -p "$dir"; chown "$PG_USER:" "$dir"
+	as_pg "$bin/initdb" -D "$dir/data" -A trust >/dev/null
 	cat >>"$dir/data/postgresql.conf" <<EOT
 port = $port
 unix_socket_directories = '/tmp'
@@ -53,13 +53,13 @@ wal_level = minimal
 max_wal_senders = 0
 max_wal_size = 20GB
 EOT
-	as_pg "$bin/pg_ctl -D $dir/data -l $dir/server.log -w start" >/dev/null
+	as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 	q "CREATE EXTENSION pg_warmcache"
 	q "BEGIN; CREATE TABLE filler (id int, pad text); ALTER TABLE filler ALTER pad SET STORAGE plain; INSERT INTO filler SELECT g, repeat('x', 7000) FROM generate_series(1, $pages) g; COMMIT;" >/dev/null
-	as_pg "$bin/pg_ctl -D $dir/data -m fast stop" >/dev/null
+	as_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
 	touch "$dir/ready-$pg-$gb"
 fi
-as_pg "$bin/pg_ctl -D $dir/data -l $dir/server.log -w start" >/dev/null
+as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 q "CREATE EXTENSION IF NOT EXISTS pg_warmcache" >/dev/null
 q "SELECT warm('filler')" >/dev/null
 nbuf=$(q "SELECT setting FROM pg_settings WHERE name = 'shared_buffers'")
@@ -70,7 +70,7 @@ hz=$(getconf CLK_TCK)
 for r in $(seq 1 "$reps"); do
 	# A session that prints its pid, waits for the CPU snapshot, then dumps.
 	fifo=$(mktemp -u /tmp/pgwc-fifo.XXXXXX); mkfifo "$fifo"; chmod 666 "$fifo"
-	as_pg "$bin/psql -X -h /tmp -p $port -d postgres -At -f $fifo" >"$dir/rep.out" 2>&1 &
+	as_pg "$bin/psql" -X -h /tmp -p "$port" -d postgres -At -f "$fifo" >"$dir/rep.out" 2>&1 &
 	psql_pid=$!
 	exec 3>"$fifo"
 	echo "SELECT pg_backend_pid();" >&3
@@ -91,4 +91,4 @@ for r in $(seq 1 "$reps"); do
 done
 echo
 echo "shared_buffers = $nbuf x 8 kB; PostgreSQL $("$bin/postgres" --version | awk '{print $3}'); command: bash bench/dump-cost.sh --pg $pg --buffers-gb $gb --reps $reps"
-as_pg "$bin/pg_ctl -D $dir/data -m fast stop" >/dev/null
+as_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null

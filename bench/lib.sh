@@ -3,7 +3,7 @@
 # Clusters live outside the repository, one per (PostgreSQL major, disk):
 #   local:  $BENCH_BASE/pg<major>-local-s<scale>        (default /var/tmp/pgwc-bench)
 #   capped: $CAPPED_DIR/pgwc-bench/pg<major>-s<scale>   (default /var/tmp/capped, a
-#           loop device made by capped-disk.sh, reads capped in a blkio cgroup)
+#           loop device made by bench/capped-disk.sh, reads capped in a cgroup)
 # Each holds data/ (PGDATA), run/ (unix socket; no TCP), logs/ and the pgbench
 # database "bench".  Servers run as $PG_USER (postgres); clients run as root
 # and connect as that user through the socket.
@@ -12,8 +12,8 @@
 #   BENCH_BASE     where local clusters and build copies go (/var/tmp/pgwc-bench)
 #   CAPPED_DIR     mount point of the capped disk (/var/tmp/capped)
 #   CAPPED_SIZE    its size when it has to be created (8G)
-#   CAPPED_DISK_SH path of capped-disk.sh (searched: bench/, then
-#                  ../shared/bench/ beside the repository)
+#   CAP_IOPS, CAP_BPS, CAP_READAHEAD_KB  the cap of the capped disk: see
+#                  bench/capped-disk.sh
 #   PG_CONFIG_15, PG_CONFIG_18, ...  pg_config of a major; default: Debian's for
 #                  15, else the newest $PGWC_CACHE/pg-<major>-*-bench build
 #                  (PGWC_CACHE defaults to /var/cache/pg_warmcache)
@@ -24,11 +24,11 @@
 #   SKIP_INSTALL=1 do not build and install pg_warmcache
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$BENCH_DIR/common.sh"
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 BENCH_BASE=${BENCH_BASE:-/var/tmp/pgwc-bench}
 CAPPED_DIR=${CAPPED_DIR:-/var/tmp/capped}
 CAPPED_SIZE=${CAPPED_SIZE:-8G}
-PG_USER=${PG_USER:-postgres}
 PGWC_PORT=${PGWC_PORT:-5440}
 PGWC_CACHE=${PGWC_CACHE:-/var/cache/pg_warmcache}
 
@@ -40,17 +40,6 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 need_root() {
 	[ "$(id -u)" = 0 ] || die "run as root (it drops the OS cache and runs the servers as $PG_USER)"
-}
-
-as_pg() { setpriv --reuid="$PG_USER" --regid="$(id -g "$PG_USER")" --init-groups -- "$@"; }
-
-capped_sh() {
-	local c
-	for c in "${CAPPED_DISK_SH:-}" "$BENCH_DIR/capped-disk.sh" \
-		"$REPO/../shared/bench/capped-disk.sh"; do
-		[ -n "$c" ] && [ -f "$c" ] && { echo "$c"; return 0; }
-	done
-	die "capped-disk.sh not found; set CAPPED_DISK_SH"
 }
 
 drop_caches() {
@@ -75,7 +64,7 @@ find_pg_config() {
 		done
 	fi
 	[ -n "$pc" ] && [ -x "$pc" ] ||
-		die "no pg_config for PostgreSQL $major (a -bench build in $PGWC_CACHE not complete yet?); set PG_CONFIG_$major"
+		die "no pg_config for PostgreSQL $major, no complete -bench build in $PGWC_CACHE: make one with \"PGWC_FLAVOR=bench test/install-deps $major\", or set PG_CONFIG_$major"
 	echo "$pc"
 }
 
@@ -135,7 +124,8 @@ repo_version() {
 }
 
 # use_cluster DISK SCALE: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
-# to start servers under, or empty), takes the cluster's lock.
+# to start servers under, or empty) and CAPPED_RA (the capped disk's
+# read_ahead_kb), takes the cluster's lock.
 use_cluster() {
 	DISK=$1
 	SCALE=$2
@@ -145,8 +135,9 @@ use_cluster() {
 		CLDIR=$BENCH_BASE/pg$PG_MAJOR-local-s$SCALE
 		;;
 	capped)
-		CAPPED=$(capped_sh)
+		CAPPED=$BENCH_DIR/capped-disk.sh
 		bash "$CAPPED" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
+		CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
 		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
 		;;
 	*) die "unknown disk \"$DISK\" (local or capped)" ;;
@@ -181,7 +172,7 @@ pg_start() {
 	chown "$PG_USER:" "$logf"
 	T_LAUNCH=$(now)
 	if [ -n "$CAPPED" ]; then
-		bash "$CAPPED" run setpriv --reuid="$PG_USER" --regid="$(id -g "$PG_USER")" --init-groups -- \
+		bash "$CAPPED" run bash -c '. "$1" && shift && as_pg "$@"' _ "$BENCH_DIR/common.sh" \
 			"$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
 	else
 		as_pg "$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
@@ -206,8 +197,8 @@ pg_start() {
 		sleep 0.005
 	done
 	[ -n "${T_READY:-}" ] || die "server not ready after 300 s"
-	if [ -n "$CAPPED" ] && ! grep -q 'blkio:/capped_disk' "/proc/$SERVER_PID/cgroup"; then
-		die "server $SERVER_PID is not in the capped blkio cgroup"
+	if [ -n "$CAPPED" ] && ! bash "$CAPPED" check "$SERVER_PID"; then
+		die "server $SERVER_PID is not in the capped disk's cgroup"
 	fi
 }
 

@@ -259,7 +259,7 @@ for pg in "${pglist[@]}"; do
 		say "$key: dd $CR_RATE MB/s"
 		write_meta "$out/raw/$key.meta" "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
 			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "pgdata=$PGDATA" \
-			"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s")"
+			"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")"
 		for w in "${workloads[@]}"; do
 			if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
 			if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi

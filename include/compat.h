@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "common/relpath.h"
+#include "postmaster/bgworker.h"
 #include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -32,6 +33,7 @@
 
 /*---- Relation file identifiers: RelFileNode became RelFileLocator in 16 ----*/
 
+#include "utils/relmapper.h"
 #if PG_VERSION_NUM >= 160000
 #include "utils/relfilenumbermap.h"
 #define wc_rel_filenumber(rel)	((rel)->rd_locator.relNumber)
@@ -39,6 +41,8 @@
 #include "utils/relfilenodemap.h"
 typedef Oid RelFileNumber;
 #define RelidByRelfilenumber(spc, num)	RelidByRelfilenode((spc), (num))
+#define RelationMapFilenumberToOid(num, shared) \
+	RelationMapFilenodeToOid((num), (shared))
 #define wc_rel_filenumber(rel)	((rel)->rd_node.relNode)
 #endif
 
@@ -96,26 +100,25 @@ wc_relpath(Relation rel, ForkNumber fork)
 /*---- Buffer headers ----*/
 
 /*
- * Usage count and flags of a buffer, read under its header spinlock (never a
- * mapping partition lock).  Returns false if the buffer holds no valid page
- * that we want.
+ * Tag and usage count of a buffer, read under its header spinlock (never a
+ * mapping partition lock).  Returns false if the buffer holds no valid
+ * page; *permanent says whether its relation is WAL-logged.
  */
 static inline bool
-wc_buffer_snapshot(BufferDesc *desc, bool include_unlogged, BufferTag *tag,
-				   int *usage)
+wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
+				   bool *permanent)
 {
 	uint32		state = LockBufHdr(desc);
-	bool		keep;
+	bool		valid = (state & BM_TAG_VALID) != 0;
 
-	keep = (state & BM_TAG_VALID) != 0 &&
-		(include_unlogged || (state & BM_PERMANENT) != 0);
-	if (keep)
+	if (valid)
 	{
 		*tag = desc->tag;
 		*usage = BUF_STATE_GET_USAGECOUNT(state);
+		*permanent = (state & BM_PERMANENT) != 0;
 	}
 	UnlockBufHdr(desc, state);
-	return keep;
+	return valid;
 }
 
 /*---- Streaming reads into shared buffers (17+) ----*/
@@ -182,6 +185,19 @@ wc_is_read_wait(uint32 wait_event_info)
 #endif
 	return false;
 }
+
+/*---- Background workers ----*/
+
+/*
+ * From 19 a worker connected to a database can let DROP DATABASE and the
+ * like end it; up to 18 a restore worker notices that its database is
+ * wanted and leaves by itself (pacer.c).
+ */
+#ifdef BGWORKER_INTERRUPTIBLE
+#define WC_BGWORKER_INTERRUPTIBLE BGWORKER_INTERRUPTIBLE
+#else
+#define WC_BGWORKER_INTERRUPTIBLE 0
+#endif
 
 /* 15 keeps this macro private to procarray.c. */
 #ifndef UINT32_ACCESS_ONCE

@@ -67,13 +67,22 @@ typedef struct WarmShared
 
 	/* the current or last restore */
 	WarmMode	restore_mode;
-	bool		restore_incomplete; /* aborted or interrupted */
+	bool		restore_incomplete; /* some blocks neither restored nor gone */
+	char		incomplete_reason[64];	/* why, in words */
 	TimestampTz restore_started_at;
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
 	pg_atomic_uint64 restore_blocks_done;
-	pg_atomic_uint64 restore_blocks_skipped;
 	pg_atomic_uint64 restore_blocks_os;	/* of done: OS cache only */
+	pg_atomic_uint64 restore_skipped[WC_SKIP_REASONS];
+
+	/*
+	 * The restore's shared budgets, as virtual clocks in microseconds: each
+	 * worker moves a clock on by what it spent, and sleeps while the clock
+	 * is ahead of real time (see restore_worker.c).
+	 */
+	pg_atomic_uint64 rate_clock;	/* bytes read, at max_restore_rate */
+	pg_atomic_uint64 cpu_clock;		/* CPU time, while queries are busy */
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
 } WarmShared;

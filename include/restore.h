@@ -31,18 +31,54 @@
 #define WC_STRIPE_BLOCKS	4096
 #define WC_MAX_STRIPES		8
 
+/*
+ * Where a restore worker is in its share of the file, counted in blocks of
+ * its share in restore order (its traversal is the same every time it is
+ * started).  A worker that steps out of its database for a database-level
+ * command leaves these for the worker that takes over after the command.
+ */
+typedef struct RestorePosition
+{
+	uint64		from;			/* every block before this one was handled */
+	uint64		counted_to;		/* every block before this one was counted
+								 * in the progress figures, but owed */
+	uint64		owed;			/* blocks before counted_to not yet counted */
+} RestorePosition;
+
+/* How a restore worker ended; a worker that died leaves it running. */
+typedef enum RestoreOutcome
+{
+	WC_OUTCOME_RUNNING,
+	WC_OUTCOME_DONE,			/* every block of its share handled */
+	WC_OUTCOME_STEPPED_OUT		/* its database was wanted: see resume */
+} RestoreOutcome;
+
+/* Why blocks were skipped: only the first two prove them gone. */
+typedef enum RestoreSkipReason
+{
+	WC_SKIP_GONE,				/* database, relation or fork dropped, or
+								 * past the end of the relation */
+	WC_SKIP_EXCLUDED,			/* a template database, or one that does not
+								 * allow connections */
+	WC_SKIP_LOCKED,				/* its relation was wanted by others every
+								 * time the restore came back to it */
+	WC_SKIP_FAILED				/* an error while reading them */
+} RestoreSkipReason;
+
+#define WC_SKIP_REASONS (WC_SKIP_FAILED + 1)
+
 /* What the leader tells one restore worker, and what it reports back. */
 typedef struct RestoreSlot
 {
-	Oid			db;
+	Oid			db;				/* InvalidOid: the shared catalogs */
+	Oid			connect_db;		/* the database it connects to */
 	int			pid;
-	bool		with_global;	/* also restores shared catalogs (db 0) */
-	bool		only_global;	/* restores only shared catalogs */
 	int			stripe;			/* this worker's share of the database, */
 	int			nstripes;		/* see WC_STRIPE_BLOCKS */
 	bool		connected;		/* set by the worker once connected */
-	pg_atomic_uint64 processed; /* restored + skipped so far, of db */
-	pg_atomic_uint64 processed_global;	/* the same, of shared catalogs */
+	RestoreOutcome outcome;		/* set by the worker as it ends */
+	RestorePosition resume;		/* in: where to start; out: where to go on */
+	pg_atomic_uint64 processed; /* blocks restored or skipped */
 } RestoreSlot;
 
 /* restore.c: the leader, run by the autowarm worker */

@@ -10,6 +10,11 @@
  * every pg_warmcache.dump_interval seconds and at shutdown.  It leads the
  * restores itself (restore.c), so a dump never runs during one.
  *
+ * After a restore that did not complete, the saved file holds blocks that
+ * are not in the buffer cache, and an automatic dump would lose them: it
+ * keeps the file until the cache holds at least as many blocks, counted
+ * like with like (unlogged ones too, which only the shutdown dump writes).
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -43,7 +48,7 @@ wc_register_autowarm_worker(void)
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 10;
 	strcpy(worker.bgw_library_name, "pg_warmcache");
@@ -71,13 +76,15 @@ autowarm_worker_exit(int code, Datum arg)
 
 /*
  * An automatic dump.  After an incomplete restore it must not replace the
- * saved file with a smaller one.
+ * saved file with a smaller one.  A dump that fails (a full disk, say) is
+ * reported and tried again at the next interval; the worker goes on.
  */
 static void
 auto_dump(bool shutdown)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	int64		min_blocks = 0;
-	int64		n;
+	int64		n = 0;
 
 	if (!wc_begin_operation(WC_STATE_DUMPING, false))
 		return;
@@ -89,13 +96,34 @@ auto_dump(bool shutdown)
 		if (wc_check_file(&hdr, &problem) == WC_FILE_OK)
 			min_blocks = (int64) hdr.nblocks;
 	}
-	n = wc_dump(shutdown, min_blocks);
-	if (n < 0)
+	PG_TRY();
+	{
+		n = wc_dump(shutdown, min_blocks);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		LWLockReleaseAll();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_warmcache: could not dump the buffer cache's block list: %s",
+						edata->message),
+				 errdetail("The saved block list is unchanged; the next dump tries again.")));
+		FreeErrorData(edata);
+		n = -2;
+	}
+	PG_END_TRY();
+
+	if (n == -1)
 		ereport(LOG,
 				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
 						(long long) min_blocks),
-				 errdetail("The last restore did not finish and the buffer cache holds fewer blocks.")));
-	else
+				 errdetail("The last restore did not complete and the buffer cache holds fewer blocks.")));
+	else if (n >= 0)
 	{
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		wc_shared->restore_incomplete = false;
@@ -122,6 +150,9 @@ pg_warmcache_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	before_shmem_exit(autowarm_worker_exit, (Datum) 0);
+
+	/* No database: the leader reads pg_database, a shared catalog. */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	cxt = AllocSetContextCreate(TopMemoryContext, "pg_warmcache worker",
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
@@ -180,6 +211,9 @@ pg_warmcache_main(Datum arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+
+		/* Connected, we must absorb barriers: DROP TABLESPACE waits for them. */
+		CHECK_FOR_INTERRUPTS();
 	}
 
 	if (wc_autowarm)

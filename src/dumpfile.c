@@ -209,10 +209,11 @@ merge_cmp(Datum a, Datum b, void *arg)
 }
 
 /*
- * Merge the sorted chunks of the scratch file into the writer.
+ * Merge the sorted chunks of the scratch file into the writer.  The
+ * scratch file's descriptor goes in *fd, for the caller to close on error.
  */
 static void
-merge_chunks(List *chunks, RunWriter *out)
+merge_chunks(List *chunks, RunWriter *out, int *fd)
 {
 	MergeState	ms;
 	binaryheap *heap;
@@ -221,7 +222,7 @@ merge_chunks(List *chunks, RunWriter *out)
 	off_t		pos = 0;
 	ListCell   *lc;
 
-	ms.fd = OpenTransientFile(WC_DUMP_SORT_FILE, O_RDONLY | PG_BINARY);
+	*fd = ms.fd = OpenTransientFile(WC_DUMP_SORT_FILE, O_RDONLY | PG_BINARY);
 	if (ms.fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -259,6 +260,7 @@ merge_chunks(List *chunks, RunWriter *out)
 	writer_flush(out);
 	binaryheap_free(heap);
 	pfree(ms.inputs);
+	*fd = -1;
 	CloseTransientFile(ms.fd);
 }
 
@@ -270,141 +272,222 @@ header_crc(WarmFileHeader *hdr, pg_crc32c *crc)
 	hdr->crc = *crc;
 }
 
-/*
- * Dump the identities of the blocks in shared buffers to the dump file.
- * Unlogged relations' blocks are included only when asked (at shutdown:
- * after a crash they are reset anyway).  If the dump would hold fewer than
- * min_blocks blocks, the old file is kept and -1 is returned; otherwise the
- * number of blocks written.  The caller has set the state to dumping.
- */
-int64
-wc_dump(bool include_unlogged, int64 min_blocks)
+/* A dump in progress: what must be closed and removed if it fails. */
+typedef struct DumpJob
 {
-	TimestampTz start = GetCurrentTimestamp();
-	int			cap = Min(NBuffers, wc_sort_chunk);
-	WarmRun    *entries = palloc(sizeof(WarmRun) * cap);
-	int			n = 0;
-	List	   *chunks = NIL;
-	RunWriter	sortw = {0};
-	RunWriter	out = {0};
-	WarmFileHeader hdr;
+	bool		include_unlogged;
+	WarmRun    *entries;		/* a chunk of single-block runs */
+	int			cap;
+	int			n;
+	List	   *chunks;			/* runs per chunk in the scratch file */
+	RunWriter	sortw;			/* the scratch file */
+	RunWriter	out;			/* the new dump file */
+	int			merge_fd;
+	uint64		left_out;		/* unlogged blocks not written */
+} DumpJob;
+
+static FILE *
+open_for_writing(const char *path)
+{
+	FILE	   *fp = AllocateFile(path, PG_BINARY_W);
+
+	if (fp == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	return fp;
+}
+
+/* Sort the chunk of entries and write it to the scratch file. */
+static void
+spill_chunk(DumpJob *job)
+{
+	if (job->sortw.fp == NULL)
+	{
+		job->sortw.path = WC_DUMP_SORT_FILE;
+		job->sortw.fp = open_for_writing(WC_DUMP_SORT_FILE);
+	}
+	job->sortw.nruns = 0;
+	write_chunk(job->entries, job->n, &job->sortw);
+	job->chunks = lappend_int(job->chunks, (int) job->sortw.nruns);
+	job->n = 0;
+}
+
+/*
+ * Walk the buffer headers, each under its own header spinlock and never a
+ * mapping lock; chunks that fill up while more buffers follow are spilled.
+ */
+static void
+scan_buffers(DumpJob *job)
+{
 	int			i;
-	long		secs;
-	int			usecs;
 
 	for (i = 0; i < NBuffers; i++)
 	{
 		BufferTag	tag;
 		int			usage;
+		bool		permanent;
 		WarmRun    *e;
 		ForkNumber	fork;
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (!wc_buffer_snapshot(GetBufferDescriptor(i), include_unlogged,
-								&tag, &usage))
+		if (!wc_buffer_snapshot(GetBufferDescriptor(i), &tag, &usage, &permanent))
 			continue;
-		e = &entries[n++];
+		if (!permanent && !job->include_unlogged)
+		{
+			job->left_out++;
+			continue;
+		}
+		e = &job->entries[job->n++];
 		wc_buftag_fields(&tag, &e->db, &e->spc, &e->relnumber, &fork,
 						 &e->start);
 		e->fork = (uint32) fork;
 		e->rank = (uint32) usage;
 		e->count = 1;
-
-		if (n == cap && i < NBuffers - 1)
-		{
-			/* A full chunk with more to come: sort it to the scratch file. */
-			if (sortw.fp == NULL)
-			{
-				sortw.path = WC_DUMP_SORT_FILE;
-				sortw.fp = AllocateFile(WC_DUMP_SORT_FILE, PG_BINARY_W);
-				if (sortw.fp == NULL)
-					ereport(ERROR,
-							(errcode_for_file_access(),
-							 errmsg("could not open file \"%s\": %m",
-									WC_DUMP_SORT_FILE)));
-			}
-			sortw.nruns = 0;
-			write_chunk(entries, n, &sortw);
-			chunks = lappend_int(chunks, (int) sortw.nruns);
-			n = 0;
-		}
+		if (job->n == job->cap && i < NBuffers - 1)
+			spill_chunk(job);
 	}
+}
 
-	out.path = WC_DUMP_TMP_FILE;
-	out.fp = AllocateFile(WC_DUMP_TMP_FILE, PG_BINARY_W);
-	if (out.fp == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", WC_DUMP_TMP_FILE)));
-	memset(&hdr, 0, sizeof(hdr));
-	if (fwrite(&hdr, sizeof(hdr), 1, out.fp) != 1)
+/* Write the runs, sorted and merged, to the temporary file. */
+static void
+write_runs(DumpJob *job)
+{
+	WarmFileHeader hdr;
+
+	job->out.path = WC_DUMP_TMP_FILE;
+	job->out.fp = open_for_writing(WC_DUMP_TMP_FILE);
+	memset(&hdr, 0, sizeof(hdr));	/* written again at the end */
+	if (fwrite(&hdr, sizeof(hdr), 1, job->out.fp) != 1)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
-	INIT_CRC32C(out.crc);
+	INIT_CRC32C(job->out.crc);
 
-	if (sortw.fp == NULL)
-		write_chunk(entries, n, &out);
-	else
+	if (job->sortw.fp == NULL)
 	{
-		if (n > 0)
-		{
-			sortw.nruns = 0;
-			write_chunk(entries, n, &sortw);
-			chunks = lappend_int(chunks, (int) sortw.nruns);
-		}
-		if (FreeFile(sortw.fp) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write file \"%s\": %m",
-							WC_DUMP_SORT_FILE)));
-		sortw.fp = NULL;
-		merge_chunks(chunks, &out);
-		(void) unlink(WC_DUMP_SORT_FILE);
+		write_chunk(job->entries, job->n, &job->out);
+		return;
 	}
-	pfree(entries);
-
-	if ((int64) out.nblocks < min_blocks)
+	if (job->n > 0)
+		spill_chunk(job);
+	if (FreeFile(job->sortw.fp) != 0)
 	{
-		FreeFile(out.fp);
-		(void) unlink(WC_DUMP_TMP_FILE);
-		return -1;
+		job->sortw.fp = NULL;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", WC_DUMP_SORT_FILE)));
 	}
+	job->sortw.fp = NULL;
+	merge_chunks(job->chunks, &job->out, &job->merge_fd);
+	(void) unlink(WC_DUMP_SORT_FILE);
+}
 
+/* Fill in the header, write it over the placeholder and close the file. */
+static void
+finish_file(DumpJob *job, TimestampTz start)
+{
+	WarmFileHeader hdr;
+	FILE	   *fp = job->out.fp;
+
+	memset(&hdr, 0, sizeof(hdr));
 	hdr.magic = WC_DUMP_MAGIC;
 	hdr.version = WC_DUMP_VERSION;
 	hdr.pg_major = PG_VERSION_NUM / 10000;
 	hdr.blcksz = BLCKSZ;
 	hdr.sysid = GetSystemIdentifier();
 	hdr.dumped_at = start;
-	hdr.nblocks = out.nblocks;
-	hdr.nruns = out.nruns;
+	hdr.nblocks = job->out.nblocks;
+	hdr.nruns = job->out.nruns;
 	hdr.flags = 0;
-	header_crc(&hdr, &out.crc);
-	if (fseeko(out.fp, 0, SEEK_SET) != 0 ||
-		fwrite(&hdr, sizeof(hdr), 1, out.fp) != 1 ||
-		FreeFile(out.fp) != 0)
+	header_crc(&hdr, &job->out.crc);
+	job->out.fp = NULL;
+	if (fseeko(fp, 0, SEEK_SET) != 0 ||
+		fwrite(&hdr, sizeof(hdr), 1, fp) != 1 ||
+		FreeFile(fp) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
+}
 
-	/* fsync the new file, rename it over the old one, fsync the directory */
-	(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
+/* On error: close what is open and remove the scratch and temporary files. */
+static void
+discard_job(DumpJob *job)
+{
+	if (job->merge_fd >= 0)
+		CloseTransientFile(job->merge_fd);
+	if (job->sortw.fp != NULL)
+		FreeFile(job->sortw.fp);
+	if (job->out.fp != NULL)
+		FreeFile(job->out.fp);
+	job->merge_fd = -1;
+	job->sortw.fp = job->out.fp = NULL;
+	(void) unlink(WC_DUMP_SORT_FILE);
+	(void) unlink(WC_DUMP_TMP_FILE);
+}
+
+/*
+ * Dump the identities of the blocks in shared buffers to the dump file.
+ * Unlogged relations' blocks are included only when asked (at shutdown:
+ * after a crash they are reset anyway).  If the buffer cache holds fewer
+ * than min_blocks blocks, counted like with like (unlogged ones too), the
+ * old file is kept and -1 is returned; otherwise the number of blocks
+ * written.  The caller has begun the dumping state.  No scratch or
+ * temporary file outlives an error.
+ */
+int64
+wc_dump(bool include_unlogged, int64 min_blocks)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	DumpJob		job;
+	bool		kept = false;
+	long		secs;
+	int			usecs;
+
+	memset(&job, 0, sizeof(job));
+	job.include_unlogged = include_unlogged;
+	job.cap = Min(NBuffers, wc_sort_chunk);
+	job.merge_fd = -1;
+	job.entries = palloc(sizeof(WarmRun) * job.cap);
+
+	PG_TRY();
+	{
+		scan_buffers(&job);
+		write_runs(&job);
+		kept = (int64) (job.out.nblocks + job.left_out) < min_blocks;
+		if (kept)
+			discard_job(&job);
+		else
+		{
+			finish_file(&job, start);
+			/* fsync it, rename it over the old one, fsync the directory */
+			(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
+		}
+	}
+	PG_CATCH();
+	{
+		discard_job(&job);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pfree(job.entries);
+	if (kept)
+		return -1;
 
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->last_dump_at = start;
-	wc_shared->last_dump_blocks = (int64) out.nblocks;
+	wc_shared->last_dump_blocks = (int64) job.out.nblocks;
 	wc_shared->last_dump_seconds = secs + usecs / 1000000.0;
 	LWLockRelease(wc_shared->lock);
 
 	ereport(DEBUG1,
 			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",
-							 (unsigned long long) out.nblocks,
-							 (unsigned long long) out.nruns,
+							 (unsigned long long) job.out.nblocks,
+							 (unsigned long long) job.out.nruns,
 							 secs + usecs / 1000000.0)));
-	return (int64) out.nblocks;
+	return (int64) job.out.nblocks;
 }
 
 /*
@@ -429,18 +512,17 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 	{
 		if (errno == ENOENT)
 			return WC_FILE_MISSING;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
+
+		/* Unreadable is unusable: said once, never an error loop. */
+		*problem = psprintf("could not open it: %m");
+		return WC_FILE_BAD;
 	}
 
 #define BAD(...) \
 	do { *problem = psprintf(__VA_ARGS__); FreeFile(fp); return WC_FILE_BAD; } while (0)
 
 	if (fstat(fileno(fp), &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", WC_DUMP_FILE)));
+		BAD("could not stat it: %m");
 	if (fread(hdr, sizeof(WarmFileHeader), 1, fp) != 1)
 		BAD("file is truncated: %lld bytes, shorter than its header",
 			(long long) st.st_size);

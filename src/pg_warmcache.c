@@ -34,6 +34,7 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "autowarm.h"
@@ -50,6 +51,9 @@ PG_FUNCTION_INFO_V1(warmcache_status);
 PG_FUNCTION_INFO_V1(warmcache_blocks);
 
 /*---- GUC variables ----*/
+
+/* A dump's chunk is one allocation: at most MaxAllocSize. */
+#define WC_MAX_SORT_CHUNK	((int) (MaxAllocSize / sizeof(WarmRun)))
 
 bool		wc_autowarm = true;
 int			wc_dump_interval = 300;
@@ -164,7 +168,7 @@ _PG_init(void)
 							"Buffer headers a dump sorts in memory at once.",
 							NULL,
 							&wc_sort_chunk,
-							1024 * 1024, 1024, 64 * 1024 * 1024,
+							1024 * 1024, 1024, WC_MAX_SORT_CHUNK,
 							PGC_SUSET,
 							GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
@@ -210,13 +214,13 @@ wc_shmem_startup(void)
 		ConditionVariableInit(&wc_shared->cv);
 		wc_shared->state = WC_STATE_IDLE;
 		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_blocks_skipped, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
+		for (i = 0; i < WC_SKIP_REASONS; i++)
+			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
+		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
+		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-		{
 			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
-			pg_atomic_init_u64(&wc_shared->slots[i].processed_global, 0);
-		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -259,6 +263,8 @@ wc_begin_operation(WarmState operation, bool wait)
 		{
 			wc_shared->state = operation;
 			wc_shared->owner_pid = MyProcPid;
+			if (operation == WC_STATE_RESTORING)
+				wc_shared->restore_requested = false;	/* taken on */
 			begun = true;
 		}
 		LWLockRelease(wc_shared->lock);
@@ -418,23 +424,27 @@ ts_or_null(TimestampTz t, bool *isnull)
 
 /*
  * warmcache_status(): one row describing the worker, the last dump and the
- * current or last restore.
+ * current or last restore.  The 1.0 version of the SQL function has the
+ * first 16 columns only; the row is cut to what the caller's has.
  */
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 16
+#define STATUS_COLS 21
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
 	WarmShared	s;
 	uint64		done;
-	uint64		skipped;
 	uint64		os;
+	uint64		skip[WC_SKIP_REASONS];
+	uint64		skipped = 0;
 	double		elapsed = 0;
 	double		rate = 0;
 	const char *state;
+	bool		started;
 	int			i = 0;
+	int			r;
 
 	wc_require_shared();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -444,10 +454,12 @@ warmcache_status(PG_FUNCTION_ARGS)
 	memcpy(&s, wc_shared, offsetof(WarmShared, restore_blocks_done));
 	LWLockRelease(wc_shared->lock);
 	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	skipped = pg_atomic_read_u64(&wc_shared->restore_blocks_skipped);
 	os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+	for (r = 0; r < WC_SKIP_REASONS; r++)
+		skipped += skip[r] = pg_atomic_read_u64(&wc_shared->restore_skipped[r]);
+	started = (s.restore_started_at != 0);
 
-	if (s.restore_started_at != 0)
+	if (started)
 	{
 		TimestampTz end = s.restore_finished_at ? s.restore_finished_at :
 		GetCurrentTimestamp();
@@ -470,21 +482,21 @@ warmcache_status(PG_FUNCTION_ARGS)
 	values[i] = Float8GetDatum(s.last_dump_seconds);
 	nulls[i++] = (s.last_dump_at == 0 || s.last_dump_seconds < 0);
 	values[i] = CStringGetTextDatum(wc_mode_name(s.restore_mode));
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	values[i] = ts_or_null(s.restore_started_at, &nulls[i]);
 	i++;
 	values[i] = ts_or_null(s.restore_finished_at, &nulls[i]);
 	i++;
 	values[i] = Int64GetDatum(s.restore_blocks_total);
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	values[i] = Int64GetDatum((int64) done);
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	values[i] = Int64GetDatum((int64) skipped);
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	values[i] = Int64GetDatum((int64) os);
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	values[i] = Float8GetDatum(rate);
-	nulls[i++] = (s.restore_started_at == 0);
+	nulls[i++] = !started;
 	/* seconds left, at the rate so far; only while running */
 	if (s.state == WC_STATE_RESTORING && s.restore_finished_at == 0 && rate > 0)
 	{
@@ -496,9 +508,18 @@ warmcache_status(PG_FUNCTION_ARGS)
 		nulls[i] = true;
 	i++;
 	values[i++] = BoolGetDatum(s.restore_incomplete);
-	values[i] = BoolGetDatum(s.abort_requested);
-	nulls[i++] = false;
+	values[i++] = BoolGetDatum(s.abort_requested);
+
+	/* 1.1 */
+	values[i] = CStringGetTextDatum(s.incomplete_reason);
+	nulls[i++] = !s.restore_incomplete || s.restore_finished_at == 0;
+	for (r = 0; r < WC_SKIP_REASONS; r++)
+	{
+		values[i] = Int64GetDatum((int64) skip[r]);
+		nulls[i++] = !started;
+	}
 	Assert(i == STATUS_COLS);
+	Assert(tupdesc->natts <= STATUS_COLS);
 
 	tupdesc = BlessTupleDesc(tupdesc);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

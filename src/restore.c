@@ -1,22 +1,33 @@
 /*-------------------------------------------------------------------------
  *
  * restore.c
- *		The restore leader: checks the dump file, starts restore workers
- *		and reports.
+ *		The restore leader: checks the dump file, starts restore workers,
+ *		starts them again where they left off, and reports.
  *
- * The autowarm worker (autowarm.c) leads every restore.  It checks the
- * file end to end, counts its blocks per database, and starts dynamic
- * restore workers (restore_worker.c), largest database first, at most
- * pg_warmcache.restore_workers at a time; with workers to spare, each
- * database is split into stripes among several.  The blocks of shared
- * catalogs go with the first worker started, or, if its database turns out
- * to be gone, with a later one.  The leader then polls the workers until
- * all ended, counts what they left unprocessed as skipped, and logs the
- * result.
+ * The autowarm worker (autowarm.c) leads every restore; it is connected
+ * to no database, which lets it read pg_database.  It checks the file end
+ * to end and counts its blocks per database: a share for the shared
+ * catalogs (restored first, by a worker connected to any database that
+ * allows connections) and one per database, largest first.  With workers to spare, a database is cut
+ * into stripes among several (restore.h).  At most
+ * pg_warmcache.restore_workers run at a time.
  *
- * A restore that did not finish (aborted, or interrupted by shutdown)
- * leaves restore_incomplete set: automatic dumps then keep the saved file
- * unless the new one holds at least as many blocks.
+ * Before it starts a worker in a database, the leader looks the database
+ * up: one that is gone has its blocks skipped as gone; a template, or one
+ * that does not allow connections, has them skipped as excluded (a worker
+ * there would make CREATE DATABASE fail, or could not connect).  While a
+ * database-level command wants the database, the leader waits.  A worker
+ * that stepped out for such a command is started again where it stopped;
+ * one that died before connecting is tried again; a launch that finds no
+ * free worker slot is retried until WC_LAUNCH_PATIENCE_S passed without
+ * one.
+ *
+ * A restore is complete when every block of the file was restored or
+ * skipped for a reason that proves it gone or excluded.  Otherwise (abort,
+ * shutdown, a worker that died, no worker slot, blocks given up for a
+ * lock or an error) restore_incomplete is set with the first reason, and
+ * automatic dumps keep the saved file until the buffer cache holds as
+ * many blocks (autowarm.c).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -27,129 +38,278 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "dumpfile.h"
+#include "pacer.h"
 #include "pg_warmcache.h"
 #include "restore.h"
 
-/* One database of the dump file, as the leader deals it out. */
+/* Without any worker slot for this long, the restore gives up. */
+#define WC_LAUNCH_PATIENCE_S	60
+
+/* A worker that dies before connecting is started this often at most. */
+#define WC_CONNECT_ATTEMPTS		3
+
+/* After an abort, workers get this long to stop by themselves, in ms. */
+#define WC_STOP_GRACE_MS		5000
+
+/* Where one stripe of a share is. */
+typedef enum StripeState
+{
+	STRIPE_PENDING,				/* to be started */
+	STRIPE_RUNNING,
+	STRIPE_STEPPED_OUT,			/* to be started again where it stopped */
+	STRIPE_DONE,				/* its worker handled every block */
+	STRIPE_GIVEN_UP				/* what is left of it is not restored */
+} StripeState;
+
+typedef struct Stripe
+{
+	StripeState state;
+	RestorePosition resume;
+	int			failed_connects;
+} Stripe;
+
+/* What the file holds of one database, or of the shared catalogs (db 0). */
 typedef struct DbShare
 {
 	Oid			db;
 	uint64		blocks;			/* in the file */
 	uint64		processed;		/* by its workers that ended */
-	int			launched;		/* stripes started */
-	int			running;
+	int			nstripes;
+	Stripe		stripes[WC_MAX_STRIPES];
+	bool		closed;			/* every stripe ended, the rest accounted */
 } DbShare;
 
 /* What the leader keeps track of while a restore runs. */
 typedef struct RestoreLeader
 {
-	DbShare    *dbs;			/* largest first */
-	int			ndbs;
-	int			next_db;		/* next database to start a stripe of */
-	int			nstripes;		/* workers per database */
-	uint64		global_blocks;	/* of shared catalogs */
-	uint64		global_processed;
-	bool		global_pending; /* shared catalogs wait for a worker */
-	Oid			good_db;		/* a database a worker connected to */
-	bool		stopped;		/* aborted or shutting down */
+	DbShare    *shares;			/* shared catalogs first, then largest */
+	int			nshares;
+	int			ndbs;			/* of the shares, databases */
 	int			running;		/* workers running */
+	bool		stopped;		/* aborted or shutting down */
+	TimestampTz stopped_at;
+	TimestampTz no_slot_since;	/* launches failing since, or 0 */
+	bool		no_slot_warned;
+	char		reason[64];		/* first reason the restore is incomplete */
 	BackgroundWorkerHandle *handles[WC_MAX_RESTORE_WORKERS];
-	int			slot_db[WC_MAX_RESTORE_WORKERS];	/* index in dbs, or -1 */
+	int			slot_share[WC_MAX_RESTORE_WORKERS];
+	int			slot_stripe[WC_MAX_RESTORE_WORKERS];
 } RestoreLeader;
 
+/* What the leader finds of a database in pg_database. */
+typedef enum DbVerdict
+{
+	DB_RESTORE,
+	DB_GONE,
+	DB_EXCLUDED
+} DbVerdict;
+
+static void
+note_incomplete(RestoreLeader *leader, const char *reason)
+{
+	if (leader->reason[0] == '\0')
+		strlcpy(leader->reason, reason, sizeof(leader->reason));
+}
+
 static int
-db_share_cmp(const void *a, const void *b)
+share_cmp(const void *a, const void *b)
 {
 	const DbShare *x = a;
 	const DbShare *y = b;
 
+	/* The shared catalogs first: few blocks, and every session reads them. */
+	if ((x->db == InvalidOid) != (y->db == InvalidOid))
+		return x->db == InvalidOid ? -1 : 1;
 	if (x->blocks != y->blocks)
 		return x->blocks > y->blocks ? -1 : 1;
 	return x->db < y->db ? -1 : (x->db > y->db ? 1 : 0);
 }
 
 /*
- * Count the file's blocks per database, largest first; shared catalogs (db
- * 0) are counted apart.  The list is short: one entry per database.
+ * Count the file's blocks per database.  The list is short: one entry per
+ * database.
  */
 static void
-count_databases(RestoreLeader *leader)
+count_shares(RestoreLeader *leader)
 {
 	WarmFileReader reader;
 	WarmRun		run;
 	int			cap = 0;
+	int			i;
 
 	if (wc_reader_open(&reader, false))
 	{
 		while (wc_reader_next(&reader, &run))
 		{
-			int			i;
-
 			CHECK_FOR_INTERRUPTS();
-			if (run.db == InvalidOid)
-			{
-				leader->global_blocks += run.count;
-				continue;
-			}
-			for (i = 0; i < leader->ndbs && leader->dbs[i].db != run.db; i++)
+			for (i = 0; i < leader->nshares && leader->shares[i].db != run.db; i++)
 				;
-			if (i == leader->ndbs)
+			if (i == leader->nshares)
 			{
-				if (leader->ndbs == cap)
+				if (leader->nshares == cap)
 				{
 					cap = cap ? cap * 2 : 8;
-					leader->dbs = leader->dbs ?
-						repalloc(leader->dbs, cap * sizeof(DbShare)) :
+					leader->shares = leader->shares ?
+						repalloc(leader->shares, cap * sizeof(DbShare)) :
 						palloc(cap * sizeof(DbShare));
 				}
-				memset(&leader->dbs[i], 0, sizeof(DbShare));
-				leader->dbs[i].db = run.db;
-				leader->ndbs++;
+				memset(&leader->shares[i], 0, sizeof(DbShare));
+				leader->shares[i].db = run.db;
+				leader->nshares++;
+				if (run.db != InvalidOid)
+					leader->ndbs++;
 			}
-			leader->dbs[i].blocks += run.count;
+			leader->shares[i].blocks += run.count;
 		}
 		wc_reader_close(&reader);
 	}
-	if (leader->ndbs > 1)
-		qsort(leader->dbs, leader->ndbs, sizeof(DbShare), db_share_cmp);
+	if (leader->nshares > 1)
+		qsort(leader->shares, leader->nshares, sizeof(DbShare), share_cmp);
+
+	/* Workers to spare split the databases into stripes. */
+	for (i = 0; i < leader->nshares; i++)
+		leader->shares[i].nstripes = leader->shares[i].db == InvalidOid ? 1 :
+			Max(1, Min(wc_restore_workers / Max(leader->ndbs, 1), WC_MAX_STRIPES));
+}
+
+/* Look a database up in pg_database. */
+static DbVerdict
+check_database(Oid db)
+{
+	HeapTuple	tuple;
+	DbVerdict	verdict = DB_RESTORE;
+
+	StartTransactionCommand();
+	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(db));
+	if (!HeapTupleIsValid(tuple))
+		verdict = DB_GONE;
+	else
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+
+		if (database_is_invalid_form(form))
+			verdict = DB_GONE;	/* a DROP DATABASE that was interrupted */
+		else if (form->datistemplate || !form->datallowconn)
+			verdict = DB_EXCLUDED;
+		ReleaseSysCache(tuple);
+	}
+	CommitTransactionCommand();
+	return verdict;
 }
 
 /*
- * When every stripe of a database has ended, what its workers did not
- * process was skipped (a dropped database ends its workers as they
- * connect).
+ * A database for the shared catalogs' worker to connect to: one that
+ * allows connections, is no template and is not wanted by a command.
+ * InvalidOid if none is free now; *exists says whether there is any.
+ */
+static Oid
+database_for_catalogs(bool *exists)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			found = InvalidOid;
+
+	*exists = false;
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+
+		if (form->datistemplate || !form->datallowconn ||
+			database_is_invalid_form(form))
+			continue;
+		*exists = true;
+		if (!wc_database_wanted(form->oid))
+		{
+			found = form->oid;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return found;
+}
+
+/*
+ * When no stripe of a share is running or will run, account for what its
+ * workers did not process.
  */
 static void
-count_rest_as_skipped(RestoreLeader *leader, DbShare *share)
+close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 {
-	if (!leader->stopped && share->running == 0 &&
-		share->launched == leader->nstripes && share->processed < share->blocks)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-								share->blocks - share->processed);
+	uint64		rest;
+	int			k;
+
+	if (share->closed)
+		return;
+	for (k = 0; k < share->nstripes; k++)
+		if (share->stripes[k].state != STRIPE_DONE &&
+			share->stripes[k].state != STRIPE_GIVEN_UP)
+			return;
+	share->closed = true;
+	rest = share->blocks - Min(share->blocks, share->processed);
+	if (rest == 0)
+		return;
+	if (verdict == DB_GONE)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_GONE], rest);
+	else if (verdict == DB_EXCLUDED)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED], rest);
+	else
+		note_incomplete(leader, "a restore worker did not finish");
+}
+
+/* Give up the stripes of a share that have not started or stepped out. */
+static void
+give_up_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
+{
+	int			k;
+
+	for (k = 0; k < share->nstripes; k++)
+		if (share->stripes[k].state == STRIPE_PENDING ||
+			share->stripes[k].state == STRIPE_STEPPED_OUT)
+			share->stripes[k].state = STRIPE_GIVEN_UP;
+	close_share(leader, share, verdict);
 }
 
 static bool
 launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
+	Oid			db = wc_shared->slots[slotno].db;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION | WC_BGWORKER_INTERRUPTIBLE;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	strcpy(worker.bgw_library_name, "pg_warmcache");
 	strcpy(worker.bgw_function_name, "pg_warmcache_restore_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_warmcache restore of database %u",
-			 wc_shared->slots[slotno].db);
+	if (OidIsValid(db))
+		snprintf(worker.bgw_name, BGW_MAXLEN,
+				 "pg_warmcache restore of database %u", db);
+	else
+		strcpy(worker.bgw_name, "pg_warmcache restore of shared catalogs");
 	strcpy(worker.bgw_type, "pg_warmcache restore");
 	worker.bgw_main_arg = Int32GetDatum(slotno);
 	worker.bgw_notify_pid = MyProcPid;
@@ -159,55 +319,14 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 }
 
 /*
- * Collect the workers that ended.  Shared catalogs whose worker could not
- * connect wait for another worker.
- */
-static void
-reap_workers(RestoreLeader *leader)
-{
-	int			i;
-
-	leader->running = 0;
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-	{
-		RestoreSlot *slot = &wc_shared->slots[i];
-		pid_t		pid;
-
-		if (leader->handles[i] == NULL)
-			continue;
-		if (GetBackgroundWorkerPid(leader->handles[i], &pid) != BGWH_STOPPED)
-		{
-			leader->running++;
-			continue;
-		}
-		if (slot->connected)
-			leader->good_db = slot->db;
-		leader->global_processed += pg_atomic_read_u64(&slot->processed_global);
-		if (slot->with_global && !slot->connected)
-			leader->global_pending = true;
-		if (leader->slot_db[i] >= 0)
-		{
-			DbShare    *share = &leader->dbs[leader->slot_db[i]];
-
-			share->processed += pg_atomic_read_u64(&slot->processed);
-			share->running--;
-			count_rest_as_skipped(leader, share);
-		}
-		pfree(leader->handles[i]);
-		leader->handles[i] = NULL;
-		slot->pid = 0;
-	}
-}
-
-/*
- * Start one more worker: the next stripe of the next database, or, when
- * all databases are started, one of its own for the shared catalogs in a
- * database known to exist.  Returns false if no worker could be started.
+ * Start the worker of stripe k of a share in a free slot.  Returns false if
+ * no worker could be registered.
  */
 static bool
-launch_next_worker(RestoreLeader *leader)
+start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db)
 {
-	bool		only_global = leader->next_db >= leader->ndbs;
+	DbShare    *share = &leader->shares[share_no];
+	Stripe	   *stripe = &share->stripes[k];
 	RestoreSlot *slot;
 	int			i;
 
@@ -215,54 +334,192 @@ launch_next_worker(RestoreLeader *leader)
 		;
 	Assert(i < WC_MAX_RESTORE_WORKERS);
 	slot = &wc_shared->slots[i];
-	slot->db = only_global ? leader->good_db : leader->dbs[leader->next_db].db;
-	slot->with_global = leader->global_pending;
-	slot->only_global = only_global;
-	slot->stripe = only_global ? 0 : leader->dbs[leader->next_db].launched;
-	slot->nstripes = leader->nstripes;
+	slot->db = share->db;
+	slot->connect_db = connect_db;
+	slot->stripe = k;
+	slot->nstripes = share->nstripes;
 	slot->connected = false;
+	slot->outcome = WC_OUTCOME_RUNNING;
+	slot->resume = stripe->resume;
 	slot->pid = 0;
 	pg_atomic_write_u64(&slot->processed, 0);
-	pg_atomic_write_u64(&slot->processed_global, 0);
-	leader->slot_db[i] = only_global ? -1 : leader->next_db;
-	leader->global_pending = false;
-	if (!only_global && ++leader->dbs[leader->next_db].launched == leader->nstripes)
-		leader->next_db++;
 
-	if (launch_restore_worker(i, &leader->handles[i]))
+	if (!launch_restore_worker(i, &leader->handles[i]))
 	{
-		if (leader->slot_db[i] >= 0)
-			leader->dbs[leader->slot_db[i]].running++;
-		leader->running++;
-		return true;
+		leader->handles[i] = NULL;
+		return false;
 	}
-
-	ereport(WARNING,
-			(errmsg("pg_warmcache: could not start a restore worker for database %u",
-					slot->db),
-			 errhint("Consider raising \"max_worker_processes\".")));
-	leader->handles[i] = NULL;
-	leader->global_pending = slot->with_global;
-	if (leader->slot_db[i] >= 0)
-		count_rest_as_skipped(leader, &leader->dbs[leader->slot_db[i]]);
-	return false;
+	leader->slot_share[i] = share_no;
+	leader->slot_stripe[i] = k;
+	stripe->state = STRIPE_RUNNING;
+	leader->running++;
+	return true;
 }
 
-/* Start workers while there are free places and work for them. */
+/*
+ * Collect the workers that ended, and learn from each how its stripe
+ * stands.
+ */
+static void
+reap_workers(RestoreLeader *leader)
+{
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+	{
+		RestoreSlot *slot = &wc_shared->slots[i];
+		DbShare    *share;
+		Stripe	   *stripe;
+		pid_t		pid;
+
+		if (leader->handles[i] == NULL ||
+			GetBackgroundWorkerPid(leader->handles[i], &pid) != BGWH_STOPPED)
+			continue;
+		share = &leader->shares[leader->slot_share[i]];
+		stripe = &share->stripes[leader->slot_stripe[i]];
+		share->processed += pg_atomic_read_u64(&slot->processed);
+
+		if (slot->outcome == WC_OUTCOME_DONE)
+			stripe->state = STRIPE_DONE;
+		else if (slot->outcome == WC_OUTCOME_STEPPED_OUT)
+		{
+			stripe->state = STRIPE_STEPPED_OUT;
+			stripe->resume = slot->resume;
+		}
+		else if (!slot->connected && !leader->stopped &&
+				 ++stripe->failed_connects < WC_CONNECT_ATTEMPTS)
+			stripe->state = STRIPE_PENDING; /* the leader looks again first */
+		else
+		{
+			stripe->state = STRIPE_GIVEN_UP;
+			if (!leader->stopped && slot->connected)
+				note_incomplete(leader, "a restore worker ended early");
+		}
+		pfree(leader->handles[i]);
+		leader->handles[i] = NULL;
+		slot->pid = 0;
+		leader->running--;
+		close_share(leader, share,
+					OidIsValid(share->db) && !slot->connected ?
+					check_database(share->db) : DB_RESTORE);
+	}
+}
+
+/*
+ * Where the worker of a share is to connect: its database, once it was
+ * looked up and no command wants it, or for the shared catalogs any
+ * database that allows connections.  InvalidOid: not now, or, with the
+ * share given up, never.
+ */
+static Oid
+database_to_connect(RestoreLeader *leader, DbShare *share)
+{
+	DbVerdict	verdict;
+	bool		exists;
+	Oid			db;
+
+	if (!OidIsValid(share->db))
+	{
+		db = database_for_catalogs(&exists);
+		if (!exists)
+			give_up_share(leader, share, DB_EXCLUDED);
+		return db;
+	}
+	verdict = check_database(share->db);
+	if (verdict != DB_RESTORE)
+	{
+		give_up_share(leader, share, verdict);
+		return InvalidOid;
+	}
+	return wc_database_wanted(share->db) ? InvalidOid : share->db;
+}
+
+/*
+ * Start the stripes that wait, in share order, while there are free places.
+ */
 static void
 launch_workers(RestoreLeader *leader)
 {
-	while (!leader->stopped && leader->running < wc_restore_workers &&
-		   (leader->next_db < leader->ndbs ||
-			(leader->global_pending && OidIsValid(leader->good_db))))
-	{
-		bool		only_global = leader->next_db >= leader->ndbs;
+	int			s;
 
-		/* Shared catalogs alone: no use trying again at once. */
-		if (!launch_next_worker(leader) && only_global &&
-			leader->global_pending)
-			break;
+	for (s = 0; s < leader->nshares && !leader->stopped; s++)
+	{
+		DbShare    *share = &leader->shares[s];
+		Oid			connect_db = InvalidOid;
+		int			k;
+
+		for (k = 0; k < share->nstripes && !share->closed; k++)
+		{
+			Stripe	   *stripe = &share->stripes[k];
+
+			if (stripe->state != STRIPE_PENDING &&
+				stripe->state != STRIPE_STEPPED_OUT)
+				continue;
+			if (leader->running >= wc_restore_workers)
+				return;
+			if (!OidIsValid(connect_db) &&
+				!OidIsValid(connect_db = database_to_connect(leader, share)))
+				break;
+			if (!start_stripe(leader, s, k, connect_db))
+			{
+				if (leader->no_slot_since == 0)
+					leader->no_slot_since = GetCurrentTimestamp();
+				if (!leader->no_slot_warned)
+					ereport(WARNING,
+							(errmsg("pg_warmcache: could not start a restore worker"),
+							 errdetail("All background worker slots are in use; the restore tries again as they free up."),
+							 errhint("Consider raising \"max_worker_processes\".")));
+				leader->no_slot_warned = true;
+				return;
+			}
+			leader->no_slot_since = 0;
+		}
 	}
+}
+
+/*
+ * Without any worker running, and none startable for
+ * WC_LAUNCH_PATIENCE_S, give up what is left.
+ */
+static void
+check_patience(RestoreLeader *leader)
+{
+	int			s;
+
+	if (leader->running > 0 || leader->no_slot_since == 0 ||
+		!TimestampDifferenceExceeds(leader->no_slot_since, GetCurrentTimestamp(),
+									WC_LAUNCH_PATIENCE_S * 1000))
+		return;
+	note_incomplete(leader, "no free background worker slot");
+	for (s = 0; s < leader->nshares; s++)
+		give_up_share(leader, &leader->shares[s], DB_RESTORE);
+}
+
+/* After an abort, end the workers that did not stop by themselves. */
+static void
+stop_workers(RestoreLeader *leader)
+{
+	int			i;
+
+	if (leader->stopped_at == 0)
+		leader->stopped_at = GetCurrentTimestamp();
+	if (!TimestampDifferenceExceeds(leader->stopped_at, GetCurrentTimestamp(),
+									WC_STOP_GRACE_MS))
+		return;
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		if (leader->handles[i] != NULL)
+			TerminateBackgroundWorker(leader->handles[i]);
+}
+
+static bool
+all_closed(const RestoreLeader *leader)
+{
+	int			s;
+
+	for (s = 0; s < leader->nshares; s++)
+		if (!leader->shares[s].closed)
+			return false;
+	return true;
 }
 
 /*
@@ -271,6 +528,8 @@ launch_workers(RestoreLeader *leader)
 static void
 publish_start(const WarmFileHeader *hdr, WarmMode mode, TimestampTz started)
 {
+	int			r;
+
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	if (wc_shared->last_dump_at == 0)
 	{
@@ -279,15 +538,16 @@ publish_start(const WarmFileHeader *hdr, WarmMode mode, TimestampTz started)
 		wc_shared->last_dump_blocks = (int64) hdr->nblocks;
 		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
 	}
-	wc_shared->restore_requested = false;
 	wc_shared->restore_mode = mode;
 	wc_shared->restore_incomplete = false;
+	wc_shared->incomplete_reason[0] = '\0';
 	wc_shared->restore_started_at = started;
 	wc_shared->restore_finished_at = 0;
 	wc_shared->restore_blocks_total = (int64) hdr->nblocks;
 	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
-	pg_atomic_write_u64(&wc_shared->restore_blocks_skipped, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
+	for (r = 0; r < WC_SKIP_REASONS; r++)
+		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
 	LWLockRelease(wc_shared->lock);
 }
 
@@ -295,40 +555,110 @@ publish_start(const WarmFileHeader *hdr, WarmMode mode, TimestampTz started)
  * Publish the end of the restore and log its figures.
  */
 static void
-report_end(const RestoreLeader *leader, const WarmFileHeader *hdr,
+report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
 		   TimestampTz started)
 {
 	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	uint64		skipped = pg_atomic_read_u64(&wc_shared->restore_blocks_skipped);
 	uint64		os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+	uint64		skip[WC_SKIP_REASONS];
+	uint64		skipped = 0;
 	TimestampTz finished = GetCurrentTimestamp();
 	long		secs;
 	int			usecs;
 	double		elapsed;
+	int			r;
+	bool		incomplete;
+
+	for (r = 0; r < WC_SKIP_REASONS; r++)
+		skipped += skip[r] = pg_atomic_read_u64(&wc_shared->restore_skipped[r]);
+	if (skip[WC_SKIP_LOCKED] > 0)
+		note_incomplete(leader, "blocks skipped: their relation was locked");
+	if (skip[WC_SKIP_FAILED] > 0)
+		note_incomplete(leader, "blocks skipped: errors while reading them");
+	incomplete = leader->stopped ||
+		done + skip[WC_SKIP_GONE] + skip[WC_SKIP_EXCLUDED] < hdr->nblocks;
+	if (incomplete)
+		note_incomplete(leader, "a restore worker did not finish");
 
 	TimestampDifference(started, finished, &secs, &usecs);
 	elapsed = secs + usecs / 1000000.0;
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->restore_finished_at = finished;
-	wc_shared->restore_incomplete = leader->stopped;
+	wc_shared->restore_incomplete = incomplete;
+	if (incomplete)
+		strlcpy(wc_shared->incomplete_reason, leader->reason,
+				sizeof(wc_shared->incomplete_reason));
 	wc_shared->abort_requested = false;
 	LWLockRelease(wc_shared->lock);
 
 	ereport(LOG,
 			(errmsg("pg_warmcache: %s: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
-					leader->stopped ? "restore stopped" : "restore finished",
+					leader->stopped ? "restore stopped" :
+					incomplete ? "restore incomplete" : "restore finished",
 					(unsigned long long) done,
 					(unsigned long long) hdr->nblocks,
 					(unsigned long long) os,
 					(unsigned long long) skipped,
 					elapsed,
-					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0)));
+					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0),
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable.%s%s",
+					   (unsigned long long) skip[WC_SKIP_GONE],
+					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
+					   (unsigned long long) skip[WC_SKIP_LOCKED],
+					   (unsigned long long) skip[WC_SKIP_FAILED],
+					   incomplete ? " The saved block list is kept: " : "",
+					   incomplete ? leader->reason : "")));
+}
+
+/* Leave the restoring state, whatever happened. */
+static void
+end_restore_callback(int code, Datum arg)
+{
+	wc_shared->abort_requested = true;	/* the workers look at it */
+	wc_end_operation();
+}
+
+/*
+ * The leader's loop: start workers, collect them, until every share is
+ * closed or the restore stopped and its workers ended.
+ */
+static void
+lead_workers(RestoreLeader *leader)
+{
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (ShutdownRequestPending || wc_shared->abort_requested)
+		{
+			if (!leader->stopped)
+				note_incomplete(leader, ShutdownRequestPending ?
+								"the server shut down" : "aborted");
+			leader->stopped = true;
+			wc_shared->abort_requested = true;	/* the workers look at it */
+			stop_workers(leader);
+		}
+
+		reap_workers(leader);
+		launch_workers(leader);
+		check_patience(leader);
+		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
+			break;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
  * Restore the dump file.  Runs in the autowarm worker, which has begun the
- * restoring state; ends it before returning.
+ * restoring state; ends it before returning, or on error.
  */
 void
 wc_lead_restore(WarmMode mode)
@@ -339,65 +669,30 @@ wc_lead_restore(WarmMode mode)
 	DumpFileStatus status;
 	TimestampTz started;
 
-	status = wc_check_file(&hdr, &problem);
-	if (status != WC_FILE_OK)
+	PG_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
 	{
-		if (status == WC_FILE_BAD)
+		status = wc_check_file(&hdr, &problem);
+		if (status == WC_FILE_OK)
+		{
+			memset(&leader, 0, sizeof(leader));
+			count_shares(&leader);
+			started = GetCurrentTimestamp();
+			publish_start(&hdr, mode, started);
+			ereport(LOG,
+					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s",
+							(unsigned long long) hdr.nblocks,
+							hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
+							leader.ndbs, wc_mode_name(mode))));
+			lead_workers(&leader);
+			report_end(&leader, &hdr, started);
+			if (leader.shares)
+				pfree(leader.shares);
+		}
+		else if (status == WC_FILE_BAD)
 			wc_set_aside_bad_file(problem, WARNING);
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->restore_requested = false;
-		wc_shared->abort_requested = false;
-		LWLockRelease(wc_shared->lock);
-		wc_end_operation();
-		return;
 	}
+	PG_END_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
 
-	memset(&leader, 0, sizeof(leader));
-	count_databases(&leader);
-	leader.global_pending = leader.global_blocks > 0;
-	/* Workers to spare split the databases into stripes. */
-	leader.nstripes = leader.ndbs > 0 ?
-		Max(1, Min(wc_restore_workers / leader.ndbs, WC_MAX_STRIPES)) : 1;
-	started = GetCurrentTimestamp();
-	publish_start(&hdr, mode, started);
-
-	ereport(LOG,
-			(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s",
-					(unsigned long long) hdr.nblocks,
-					hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
-					leader.ndbs, wc_mode_name(mode))));
-
-	for (;;)
-	{
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-		if (ShutdownRequestPending || wc_shared->abort_requested)
-		{
-			leader.stopped = true;
-			wc_shared->abort_requested = true;	/* the workers look at it */
-		}
-
-		reap_workers(&leader);
-		launch_workers(&leader);
-		if (leader.running == 0 &&
-			(leader.stopped || leader.next_db >= leader.ndbs))
-			break;
-
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-
-	/* Shared catalogs no worker could read are skipped too. */
-	if (!leader.stopped && leader.global_processed < leader.global_blocks)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped,
-								leader.global_blocks - leader.global_processed);
-
-	report_end(&leader, &hdr, started);
+	wc_shared->abort_requested = false;
 	wc_end_operation();
-	if (leader.dbs)
-		pfree(leader.dbs);
 }

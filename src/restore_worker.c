@@ -1,19 +1,35 @@
 /*-------------------------------------------------------------------------
  *
  * restore_worker.c
- *		A restore worker: restores its database's share of the dump file.
+ *		A restore worker: restores its share of the dump file.
  *
- * The leader (restore.c) starts one or more of these per database.  Each
- * reads the file in its order (hottest rank first, then physical order),
- * keeps its own runs (its database's, or its stripes of them; the shared
- * catalogs' if it was given them) and restores them in passes.  For each
- * relation fork it looks the relation up by relfilenode, takes
- * AccessShareLock in a short transaction, checks the relfilenode did not
- * change, clips the runs to the current size and hands them to the warming
- * engine (engine.c), whose pacer here counts progress, honours abort and
- * shutdown, caps the rate and yields to queries waiting for reads.  Blocks
- * of vanished relations and forks, and blocks past the end, are skipped
- * and counted.
+ * The leader (restore.c) starts one or more of these per database, and one
+ * for the shared catalogs, which connects to some database that allows
+ * connections (a shared relation cannot be opened without one).  Each reads the
+ * file in its order (hottest rank first, then physical order), keeps its
+ * own runs (its database's, or its stripes of them) and restores them in
+ * passes, in batches of one relation fork.  For each batch, in a short
+ * transaction, it looks the relation up by relfilenode, takes
+ * AccessShareLock without waiting for it, checks the relfilenode did not
+ * change, clips the runs to the current size and hands them to the
+ * warming engine (engine.c) with its pacer (pacer.c).
+ *
+ * Nothing waits for the restore:
+ * - a relation whose lock someone wants (or that is locked when a batch
+ *   begins) is given up at once and its unread blocks deferred; deferred
+ *   batches are retried after each pass and at the end, with growing
+ *   pauses, WC_LOCK_ATTEMPTS times in all, before they count as skipped;
+ * - when a database-level command wants the worker's database, the worker
+ *   leaves it: it writes where it is in its slot (restore.h:
+ *   RestorePosition) and exits, and the leader starts another worker where
+ *   this one stopped once the command is over.  The blocks of deferred
+ *   batches are restored again from the first of them on, but counted
+ *   once.
+ *
+ * An error in a batch (a damaged page, a cancel) ends that batch only: it
+ * is logged once per worker, its blocks count as skipped, and the worker
+ * goes on.  Blocks of vanished relations and forks, and blocks past the
+ * end, are skipped as gone.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -30,200 +46,63 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
-#include "storage/bufmgr.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
-#include "storage/proc.h"
+#include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "tcop/tcopprot.h"
-#include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "dumpfile.h"
+#include "pacer.h"
 #include "pg_warmcache.h"
 #include "restore.h"
 
-/* Blocks per read while queries wait for reads: 64 kB. */
-#define WC_YIELD_IO_BLOCKS	8
-
-/* Runs handed to the engine at once (one relation fork, one rank). */
+/* Runs handed to the engine at once (one relation fork). */
 #define WC_BATCH_RUNS	1024
 
-/* Pacer of a restore worker. */
-typedef struct RestorePacer
+/* Times a batch is tried while its relation is wanted, and the pauses. */
+#define WC_LOCK_ATTEMPTS	10
+#define WC_RETRY_FIRST_MS	100
+#define WC_RETRY_MAX_MS		2000
+
+/* The ranges of one relation fork handed to the engine at once. */
+typedef struct Batch
 {
-	WarmPacer	base;
+	WarmRun		key;			/* the relation fork */
+	WarmRange  *ranges;
+	int			nranges;
+	uint64		blocks;
+	uint64		seq_start;		/* position of its first block */
+	bool		counting;		/* not yet counted by an earlier worker */
+	int			attempts;		/* times given up for a wanted lock */
+} Batch;
+
+/* How restore_batch() left a batch. */
+typedef enum BatchResult
+{
+	BATCH_HANDLED,				/* every block restored or skipped */
+	BATCH_DEFERRED,				/* the batch now holds what is left */
+	BATCH_STOPPED				/* abort or shutdown: left undone */
+} BatchResult;
+
+/* The state of this restore worker. */
+typedef struct RestoreWorker
+{
 	RestoreSlot *slot;
-	WarmMode	mode;
-	TimestampTz started;
-	uint64		done;			/* blocks warmed by this worker */
-	pg_atomic_uint64 *processed;	/* the slot's counter for this batch */
-} RestorePacer;
+	RestorePacer pacer;
+	MemoryContext batch_cxt;	/* deferred batches live here */
+	List	   *deferred;		/* of Batch * */
+	uint64		seq;			/* blocks of the share visited so far */
+	RestorePosition start;		/* where the leader told us to begin */
+	bool		owed_paid;		/* start.owed added to the progress */
+	bool		error_logged;
+	bool		stepping_out;	/* the database is wanted: leave */
+	bool		stopping;		/* abort or shutdown */
+} RestoreWorker;
 
 static int	restore_slot = -1;
-
-/*
- * Is some backend waiting for a data file read right now?  The restore's
- * own workers do not count.  wait_event_info is read without a lock, as
- * pg_stat_activity does: a stale value only delays the reaction by one
- * chunk.  Auxiliary processes (18's I/O workers among them) sit above
- * MaxBackends and are not looked at: they read on others' behalf.
- */
-static bool
-foreground_reading(void)
-{
-	int			i;
-
-	for (i = 0; i < MaxBackends; i++)
-	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		int			pid = proc->pid;
-		int			s;
-		bool		ours = false;
-
-		if (pid == 0 || pid == MyProcPid ||
-			!wc_is_read_wait(UINT32_ACCESS_ONCE(proc->wait_event_info)))
-			continue;
-		for (s = 0; s < WC_MAX_RESTORE_WORKERS; s++)
-		{
-			if (wc_shared->slots[s].pid == pid)
-			{
-				ours = true;
-				break;
-			}
-		}
-		if (!ours)
-			return true;
-	}
-	return false;
-}
-
-
-static void
-pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
-{
-	RestorePacer *p = (RestorePacer *) base;
-	uint64		blocks = in_buffers + os_only;
-
-	if (blocks > 0)
-	{
-		p->done += blocks;
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
-		pg_atomic_fetch_add_u64(p->processed, blocks);
-	}
-	if (os_only > 0)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
-
-	if (wc_shared->abort_requested)
-	{
-		p->base.stop = true;
-		return;
-	}
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
-
-	/*
-	 * Queries waiting for a read go first: read in small pieces with one
-	 * more ahead, so that theirs queue behind at most 128 kB of ours (1 ms
-	 * on a 125 MB/s volume) while the device stays busy.  Idle, read in
-	 * large pieces far ahead.
-	 */
-	if (wc_restore_yield && foreground_reading())
-	{
-		p->base.io_blocks = WC_YIELD_IO_BLOCKS;
-		p->base.window = Min(wc_default_window(), WC_YIELD_IO_BLOCKS);
-	}
-	else
-	{
-		p->base.io_blocks = 0;
-		p->base.window = wc_default_window();
-	}
-
-	/* Hard cap: sleep until the rate so far is back under the limit. */
-	if (wc_max_restore_rate > 0)
-	{
-		double		allowed_us = (double) p->done * BLCKSZ /
-		(wc_max_restore_rate * 1024.0 * 1024.0) * 1000000.0;
-		TimestampTz due = p->started + (TimestampTz) allowed_us;
-		TimestampTz now = GetCurrentTimestamp();
-
-		if (due > now)
-		{
-			long		ms = (long) ((due - now) / 1000);
-
-			if (ms > 0)
-			{
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 ms, PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-			}
-		}
-	}
-}
-
-/*
- * Restore one batch of runs of one relation fork, in a transaction of its
- * own so that the lock is held only while its blocks are read.
- */
-static void
-restore_batch(RestorePacer *p, const WarmRun *key, WarmRange *ranges,
-			  int nranges, uint64 blocks)
-{
-	Oid			relid;
-	Relation	rel = NULL;
-	uint64		skipped = blocks;
-	uint64		before = p->done;
-
-	p->processed = key->db == InvalidOid ? &p->slot->processed_global :
-		&p->slot->processed;
-	StartTransactionCommand();
-	relid = RelidByRelfilenumber(key->spc, key->relnumber);
-	if (OidIsValid(relid))
-		rel = try_relation_open(relid, AccessShareLock);
-
-	/* Rewritten between the look-up and the lock? Then the blocks are gone. */
-	if (rel != NULL && wc_rel_filenumber(rel) == key->relnumber &&
-		RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
-		smgrexists(RelationGetSmgr(rel), (ForkNumber) key->fork))
-	{
-		BlockNumber nblocks = RelationGetNumberOfBlocksInFork(rel, (ForkNumber) key->fork);
-		int			i;
-		int			n = 0;
-
-		for (i = 0; i < nranges; i++)
-		{
-			if (ranges[i].start >= nblocks)
-				continue;
-			ranges[n].start = ranges[i].start;
-			ranges[n].count = Min(ranges[i].count, nblocks - ranges[i].start);
-			n++;
-		}
-		wc_warm_ranges(rel, (ForkNumber) key->fork, p->mode, ranges, n,
-					   &p->base);
-		skipped = p->base.stop ? 0 : blocks - (p->done - before);
-	}
-	if (rel != NULL)
-		relation_close(rel, AccessShareLock);
-	CommitTransactionCommand();
-
-	if (skipped > 0)
-	{
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_skipped, skipped);
-		pg_atomic_fetch_add_u64(p->processed, skipped);
-	}
-}
-
-static void
-restore_worker_exit(int code, Datum arg)
-{
-	if (restore_slot >= 0)
-		wc_shared->slots[restore_slot].pid = 0;
-}
 
 /*
  * A rank whose runs (of this worker) are at least this many blocks long on
@@ -253,12 +132,11 @@ typedef struct PassReader
 	bool		have[WC_MAX_RANK + 1];
 } PassReader;
 
+/* The shared catalogs' worker has db 0, as their runs do. */
 static bool
 slot_owns_run(const RestoreSlot *slot, const WarmRun *run)
 {
-	if (run->db == InvalidOid)
-		return slot->with_global;
-	return run->db == slot->db && !slot->only_global;
+	return run->db == slot->db;
 }
 
 static void
@@ -333,45 +211,230 @@ pass_close(PassReader *pr)
 	pr->n = 0;
 }
 
-/* The ranges of one relation fork gathered for restore_batch(). */
-typedef struct Batch
-{
-	WarmRun		key;			/* the relation fork */
-	WarmRange  *ranges;			/* WC_BATCH_RUNS of them */
-	int			nranges;
-	uint64		blocks;
-} Batch;
-
 static void
-batch_flush(RestorePacer *p, Batch *batch)
+count_skipped(RestoreWorker *w, bool counting, RestoreSkipReason reason,
+			  uint64 blocks)
 {
-	if (batch->nranges > 0 && !p->base.stop)
-		restore_batch(p, &batch->key, batch->ranges, batch->nranges,
-					  batch->blocks);
-	batch->nranges = 0;
-	batch->blocks = 0;
+	if (!counting || blocks == 0)
+		return;
+	pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[reason], blocks);
+	pg_atomic_fetch_add_u64(&w->slot->processed, blocks);
 }
 
-/* Add blocks [start, end) of the batch's relation fork. */
-static void
-batch_add(RestorePacer *p, Batch *batch, BlockNumber start, BlockNumber end)
+/*
+ * Clip the batch's ranges to nblocks, into out; returns how many ranges
+ * are left.  What lies past the end is gone.
+ */
+static int
+clip_ranges(const Batch *batch, BlockNumber nblocks, WarmRange *out)
 {
-	WarmRange  *last = batch->nranges > 0 ?
-		&batch->ranges[batch->nranges - 1] : NULL;
+	int			i;
+	int			n = 0;
 
-	if (last && last->start + last->count == start)
+	for (i = 0; i < batch->nranges; i++)
 	{
-		/* Touches the previous run (of another rank): one range. */
-		last->count += end - start;
-		batch->blocks += end - start;
-		return;
+		const WarmRange *r = &batch->ranges[i];
+
+		if (r->start >= nblocks)
+			continue;
+		out[n].start = r->start;
+		out[n].count = Min(r->count, nblocks - r->start);
+		n++;
 	}
-	if (batch->nranges == WC_BATCH_RUNS)
-		batch_flush(p, batch);
-	batch->ranges[batch->nranges].start = start;
-	batch->ranges[batch->nranges].count = end - start;
-	batch->nranges++;
-	batch->blocks += end - start;
+	return n;
+}
+
+/*
+ * Make the batch hold what the engine left of ranges after warming done
+ * blocks of them.
+ */
+static void
+keep_remainder(Batch *batch, const WarmRange *ranges, int nranges,
+			   uint64 done)
+{
+	int			i;
+	int			n = 0;
+
+	batch->blocks = 0;
+	for (i = 0; i < nranges; i++)
+	{
+		WarmRange	r = ranges[i];
+
+		if (done >= r.count)
+		{
+			done -= r.count;
+			continue;
+		}
+		r.start += done;
+		r.count -= done;
+		done = 0;
+		batch->ranges[n++] = r;
+		batch->blocks += r.count;
+	}
+	batch->nranges = n;
+}
+
+/*
+ * The body of restore_batch(), in a transaction of its own so that the
+ * lock is held only while the batch's blocks are read.
+ */
+static BatchResult
+restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
+{
+	RestorePacer *pacer = &w->pacer;
+	Oid			relid;
+	Relation	rel = NULL;
+	BatchResult result = BATCH_HANDLED;
+	uint64		gone = batch->blocks;
+
+	relid = RelidByRelfilenumber(batch->key.spc, batch->key.relnumber);
+	if (OidIsValid(relid))
+	{
+		/* Never queue for the lock: whoever holds or wants it goes first. */
+		if (!ConditionalLockRelationOid(relid, AccessShareLock))
+			return BATCH_DEFERRED;
+		rel = try_relation_open(relid, NoLock);
+		if (rel == NULL)
+			UnlockRelationOid(relid, AccessShareLock);
+	}
+
+	/* Rewritten between the look-up and the lock? Then the blocks are gone. */
+	if (rel != NULL && wc_rel_filenumber(rel) == batch->key.relnumber &&
+		RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
+		smgrexists(RelationGetSmgr(rel), (ForkNumber) batch->key.fork))
+	{
+		ForkNumber	fork = (ForkNumber) batch->key.fork;
+		int			n = clip_ranges(batch, RelationGetNumberOfBlocksInFork(rel, fork),
+									clipped);
+		uint64		kept = 0;
+		int			i;
+
+		for (i = 0; i < n; i++)
+			kept += clipped[i].count;
+		pacer->relid = relid;
+		pacer->batch_done = 0;
+		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
+		pacer->relid = InvalidOid;
+		gone = batch->blocks - kept;
+		if (pacer->base.stop)
+		{
+			result = pacer->why == WC_STOP_ABORT ? BATCH_STOPPED : BATCH_DEFERRED;
+			keep_remainder(batch, clipped, n, pacer->batch_done);
+		}
+		else
+			gone += kept - pacer->batch_done;	/* shrank while we read */
+	}
+	count_skipped(w, batch->counting, WC_SKIP_GONE, gone);
+	if (rel != NULL)
+		relation_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * Restore one batch.  An error ends the batch, not the worker: its blocks
+ * not warmed yet count as skipped, and the first error is logged.
+ */
+static BatchResult
+restore_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	BatchResult result = BATCH_HANDLED;
+
+	w->pacer.batch_done = 0;
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		result = restore_batch_in_xact(w, batch, clipped);
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		w->pacer.relid = InvalidOid;
+		if (!w->error_logged)
+			ereport(WARNING,
+					(errmsg("pg_warmcache: could not restore blocks of relation %u/%u/%u: %s",
+							batch->key.spc, batch->key.db, batch->key.relnumber,
+							edata->message),
+					 errdetail("The blocks of the batch are skipped; this worker goes on and logs no further errors.")));
+		w->error_logged = true;
+		FreeErrorData(edata);
+		count_skipped(w, batch->counting, WC_SKIP_FAILED,
+					  batch->blocks - Min(batch->blocks, w->pacer.batch_done));
+		result = BATCH_HANDLED;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * Learn why the pacer stopped: a wanted database or an abort ends the
+ * worker's course, a wanted lock only the batch.  Then let it run again.
+ */
+static void
+take_verdict(RestoreWorker *w)
+{
+	if (w->pacer.why == WC_STOP_DB_WANTED)
+		w->stepping_out = true;
+	else if (w->pacer.why == WC_STOP_ABORT)
+		w->stopping = true;
+	w->pacer.why = WC_STOP_NONE;
+	w->pacer.base.stop = false;
+}
+
+/* Keep a copy of what is left of a batch for later. */
+static void
+defer_batch(RestoreWorker *w, const Batch *batch)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->batch_cxt);
+	Batch	   *copy = palloc(sizeof(Batch));
+
+	*copy = *batch;
+	copy->ranges = palloc(sizeof(WarmRange) * Max(batch->nranges, 1));
+	memcpy(copy->ranges, batch->ranges, sizeof(WarmRange) * batch->nranges);
+	w->deferred = lappend(w->deferred, copy);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Restore a batch, or defer what is left of it.  A batch given up for its
+ * lock too many times counts as skipped.
+ */
+static void
+handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
+{
+	BatchResult result;
+
+	if (w->stopping)
+		return;
+	if (w->stepping_out || wc_pacer_check(&w->pacer))
+		result = BATCH_DEFERRED;
+	else
+		result = restore_batch(w, batch, clipped);
+
+	take_verdict(w);
+
+	if (result != BATCH_DEFERRED || batch->blocks == 0)
+		return;
+	if (!w->stepping_out && ++batch->attempts >= WC_LOCK_ATTEMPTS)
+		count_skipped(w, batch->counting, WC_SKIP_LOCKED, batch->blocks);
+	else
+		defer_batch(w, batch);
+}
+
+static void
+batch_flush(RestoreWorker *w, Batch *batch, WarmRange *clipped)
+{
+	if (batch->nranges > 0)
+		handle_batch(w, batch, clipped);
+	batch->nranges = 0;
+	batch->blocks = 0;
+	batch->attempts = 0;
 }
 
 static bool
@@ -381,21 +444,89 @@ same_relation_fork(const WarmRun *a, const WarmRun *b)
 		a->relnumber == b->relnumber && a->fork == b->fork;
 }
 
+/* Add blocks [start, end) of run's fork, at position seq, to the batch. */
+static void
+add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
+		  const WarmRun *run, BlockNumber start, BlockNumber end,
+		  uint64 seq, bool counting)
+{
+	WarmRange  *last;
+
+	if (batch->nranges > 0 &&
+		(!same_relation_fork(run, &batch->key) || batch->counting != counting ||
+		 batch->nranges == WC_BATCH_RUNS))
+		batch_flush(w, batch, clipped);
+	if (batch->nranges == 0)
+	{
+		batch->key = *run;
+		batch->seq_start = seq;
+		batch->counting = counting;
+	}
+	batch->blocks += end - start;
+	last = batch->nranges > 0 ? &batch->ranges[batch->nranges - 1] : NULL;
+	if (last && last->start + last->count == start)
+	{
+		/* Touches the previous run (of another rank): one range. */
+		last->count += end - start;
+		return;
+	}
+	batch->ranges[batch->nranges].start = start;
+	batch->ranges[batch->nranges].count = end - start;
+	batch->nranges++;
+}
+
+/*
+ * Visit blocks [start, end) of run's fork: skip what an earlier worker of
+ * this share handled, and do not count again what it counted.
+ */
+static void
+visit_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
+			const WarmRun *run, BlockNumber start, BlockNumber end)
+{
+	uint64		seq = w->seq;
+	uint64		to = w->start.counted_to;
+
+	w->seq += end - start;
+	if (w->seq <= w->start.from)
+		return;
+	if (seq < w->start.from)
+	{
+		start += (BlockNumber) (w->start.from - seq);
+		seq = w->start.from;
+	}
+	if (seq < to && w->seq > to)
+	{
+		BlockNumber mid = start + (BlockNumber) (to - seq);
+
+		add_piece(w, batch, clipped, run, start, mid, seq, false);
+		add_piece(w, batch, clipped, run, mid, end, to, true);
+	}
+	else
+		add_piece(w, batch, clipped, run, start, end, seq, seq >= to);
+
+	/* Past where the last worker counted: count what it owed. */
+	if (!w->owed_paid && w->seq >= to)
+	{
+		w->owed_paid = true;
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, w->start.owed);
+		pg_atomic_fetch_add_u64(&w->slot->processed, w->start.owed);
+	}
+}
+
 /*
  * Restore one pass: the ranks hi down to lo, in physical order, this
  * worker's stripes of them.
  */
 static void
-restore_pass(RestorePacer *p, const RankPlan *plan, int hi, int lo,
-			 WarmRange *ranges)
+restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
+			 Batch *batch, WarmRange *clipped)
 {
-	RestoreSlot *slot = p->slot;
+	RestoreSlot *slot = w->slot;
 	PassReader	pr;
 	WarmRun		run;
-	Batch		batch = {{0}, ranges, 0, 0};
 
 	pass_open(&pr, plan, hi, lo);
-	while (!p->base.stop && pass_next(&pr, &run))
+	while (!w->stopping && !w->stepping_out && pass_next(&pr, &run))
 	{
 		BlockNumber start = run.start;
 		BlockNumber end = run.start + run.count;
@@ -403,16 +534,13 @@ restore_pass(RestorePacer *p, const RankPlan *plan, int hi, int lo,
 		CHECK_FOR_INTERRUPTS();
 		if (!slot_owns_run(slot, &run))
 			continue;
-		if (!same_relation_fork(&run, &batch.key))
-			batch_flush(p, &batch);
-		batch.key = run;
 
-		/* Keep this worker's stripes of the run; shared catalogs whole. */
-		while (start < end)
+		/* Keep this worker's stripes of the run. */
+		while (start < end && !w->stopping && !w->stepping_out)
 		{
 			BlockNumber piece_end = end;
 
-			if (run.db != InvalidOid && slot->nstripes > 1)
+			if (slot->nstripes > 1)
 			{
 				BlockNumber stripe_no = start / WC_STRIPE_BLOCKS;
 
@@ -423,54 +551,103 @@ restore_pass(RestorePacer *p, const RankPlan *plan, int hi, int lo,
 					continue;
 				}
 			}
-			batch_add(p, &batch, start, piece_end);
+			visit_piece(w, batch, clipped, &run, start, piece_end);
 			start = piece_end;
 		}
 	}
-	batch_flush(p, &batch);
+	batch_flush(w, batch, clipped);
 	pass_close(&pr);
 }
 
 /*
- * Entry point of a restore worker; arg is its slot.
+ * Try the deferred batches once more, in order; with pause, first wait a
+ * little longer each round, as long as some are left.
  */
-void
-pg_warmcache_restore_main(Datum arg)
+static void
+retry_deferred(RestoreWorker *w, WarmRange *clipped, bool pause)
 {
-	RestoreSlot *slot;
-	RestorePacer p;
+	long		wait_ms = WC_RETRY_FIRST_MS;
+
+	while (w->deferred != NIL && !w->stopping && !w->stepping_out)
+	{
+		List	   *batches = w->deferred;
+		ListCell   *lc;
+
+		w->deferred = NIL;
+		foreach(lc, batches)
+		{
+			Batch	   *batch = lfirst(lc);
+
+			CHECK_FOR_INTERRUPTS();
+			if (w->stopping || w->stepping_out)
+				w->deferred = lappend(w->deferred, batch);
+			else
+				handle_batch(w, batch, clipped);
+		}
+		list_free(batches);
+		if (!pause || w->deferred == NIL)
+			break;
+		wc_pacer_sleep(&w->pacer, wait_ms);
+		take_verdict(w);
+		wait_ms = Min(wait_ms * 2, WC_RETRY_MAX_MS);
+	}
+}
+
+/*
+ * Leave the database to a command that wants it: tell the leader where
+ * the next worker of this share is to begin.  What was deferred is done
+ * again from its first block on; what it held and was never counted is
+ * owed, counted when the next worker passes this one's position.
+ */
+static void
+step_out(RestoreWorker *w)
+{
+	RestorePosition pos;
+	ListCell   *lc;
+
+	pos.from = w->seq;
+	pos.counted_to = Max(w->seq, w->start.counted_to);
+	pos.owed = w->owed_paid ? 0 : w->start.owed;
+	foreach(lc, w->deferred)
+	{
+		Batch	   *batch = lfirst(lc);
+
+		pos.from = Min(pos.from, batch->seq_start);
+		if (batch->counting)
+			pos.owed += batch->blocks;
+	}
+	w->slot->resume = pos;
+	w->slot->outcome = WC_OUTCOME_STEPPED_OUT;
+	ereport(LOG,
+			(errmsg("pg_warmcache: restore worker leaves database %u for a command that wants it",
+					w->slot->db),
+			 errdetail("The restore of the database goes on when the command is done.")));
+}
+
+static void
+restore_worker_exit(int code, Datum arg)
+{
+	if (restore_slot >= 0)
+		wc_shared->slots[restore_slot].pid = 0;
+}
+
+/*
+ * Restore this worker's share: passes, hottest first (a sparse rank joins
+ * the next one down), then the deferred batches.
+ */
+static void
+restore_share(RestoreWorker *w)
+{
 	RankPlan	plan;
-	WarmRange  *ranges;
+	Batch		batch;
+	WarmRange  *clipped = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
 	int			hi = -1;
 	int			rank;
 
-	pqsignal(SIGTERM, die);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	BackgroundWorkerUnblockSignals();
-
-	restore_slot = DatumGetInt32(arg);
-	slot = &wc_shared->slots[restore_slot];
-	before_shmem_exit(restore_worker_exit, (Datum) 0);
-
-	/* A database dropped since the dump ends us here, with FATAL. */
-	BackgroundWorkerInitializeConnectionByOid(slot->db, InvalidOid, 0);
-	slot->pid = MyProcPid;
-	slot->connected = true;
-	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");
-
-	memset(&p, 0, sizeof(p));
-	p.base.pace = pace_restore;
-	p.base.window = wc_default_window();
-	p.base.no_evict = true;
-	p.slot = slot;
-	p.mode = wc_shared->restore_mode;
-	p.started = GetCurrentTimestamp();
-	p.processed = &slot->processed;
-	ranges = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
-
-	/* Passes, hottest first; a sparse rank joins the next one down. */
-	plan_ranks(slot, &plan);
-	for (rank = WC_MAX_RANK; rank >= 0 && !p.base.stop; rank--)
+	memset(&batch, 0, sizeof(batch));
+	batch.ranges = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
+	plan_ranks(w->slot, &plan);
+	for (rank = WC_MAX_RANK; rank >= 0 && !w->stopping && !w->stepping_out; rank--)
 	{
 		if (plan.my_blocks[rank] == 0)
 			continue;
@@ -479,12 +656,51 @@ pg_warmcache_restore_main(Datum arg)
 		if (plan.my_blocks[rank] >= WC_DENSE_RUN * plan.my_runs[rank] || rank == 0)
 		{
 			elog(DEBUG1, "pg_warmcache: restore pass over ranks %d to %d", hi, rank);
-			restore_pass(&p, &plan, hi, rank, ranges);
+			restore_pass(w, &plan, hi, rank, &batch, clipped);
+			retry_deferred(w, clipped, false);
 			hi = -1;
 		}
 	}
-	if (hi >= 0 && !p.base.stop)
-		restore_pass(&p, &plan, hi, 0, ranges);
+	if (hi >= 0 && !w->stopping && !w->stepping_out)
+		restore_pass(w, &plan, hi, 0, &batch, clipped);
+	retry_deferred(w, clipped, true);
+}
 
+/*
+ * Entry point of a restore worker; arg is its slot.
+ */
+void
+pg_warmcache_restore_main(Datum arg)
+{
+	RestoreWorker w;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	restore_slot = DatumGetInt32(arg);
+	memset(&w, 0, sizeof(w));
+	w.slot = &wc_shared->slots[restore_slot];
+	before_shmem_exit(restore_worker_exit, (Datum) 0);
+
+	/* A database dropped since the leader looked ends us here, with FATAL. */
+	BackgroundWorkerInitializeConnectionByOid(w.slot->connect_db, InvalidOid, 0);
+	w.slot->pid = MyProcPid;
+	w.slot->connected = true;
+	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");
+
+	w.start = w.slot->resume;
+	w.owed_paid = (w.start.owed == 0);
+	w.batch_cxt = AllocSetContextCreate(TopMemoryContext,
+										"pg_warmcache deferred batches",
+										ALLOCSET_DEFAULT_SIZES);
+	wc_pacer_init(&w.pacer, w.slot, wc_shared->restore_mode);
+
+	restore_share(&w);
+
+	if (w.stepping_out)
+		step_out(&w);
+	else if (!w.stopping)
+		w.slot->outcome = WC_OUTCOME_DONE;
 	proc_exit(0);
 }

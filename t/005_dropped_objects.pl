@@ -137,19 +137,34 @@ unlike($log, qr/terminated by signal|PANIC|all server processes terminated/,
 	'no crash');
 like($line, qr/restored \d+ of $n blocks/, 'the restore read the whole file');
 
-my ($state, $total, $done, $skipped, $incomplete) = split /\|/,
+my ($state, $total, $done, $skipped, $incomplete, $skipped_gone,
+	$skipped_excluded)
+  = split /\|/,
   $node->safe_psql(
 	'postgres', q{
 SELECT state, restore_blocks_total, restore_blocks_done,
-       restore_blocks_skipped, restore_incomplete
+       restore_blocks_skipped, restore_incomplete, restore_skipped_gone,
+       restore_skipped_excluded
   FROM warmcache_status()});
+
+# Template databases are not restored (a worker connected to template1
+# would make CREATE DATABASE fail): their blocks are skipped as excluded.
+my $excluded_blocks = $node->safe_psql(
+	'postgres', q{
+SELECT count(*) FROM warmcache_blocks()
+ WHERE database IN (SELECT oid FROM pg_database
+                     WHERE datistemplate OR NOT datallowconn)});
 note "status: total $total, done $done, skipped $skipped";
 is($state, 'idle', 'status: idle');
 is($incomplete, 'f', 'status: the restore is complete');
 is($total, $n, 'status: total is the file');
 is($done + $skipped, $total, 'every block was restored or skipped');
-is($skipped, $gone_blocks + $old_blocks,
-	'skipped: exactly the blocks of the dropped and truncated objects');
+is($skipped_gone, $gone_blocks + $old_blocks,
+	'skipped as gone: exactly the blocks of the dropped and truncated objects'
+);
+is($skipped_excluded, $excluded_blocks,
+	'skipped as excluded: exactly the blocks of template databases');
+is($skipped, $skipped_gone + $skipped_excluded, 'nothing else was skipped');
 like($line, qr/skipped $skipped,/, 'the log line counts the skipped blocks');
 
 # Nothing of them is cached.
@@ -180,6 +195,8 @@ WITH f AS (
          block
     FROM warmcache_blocks()
    WHERE database <> $gone_oid
+     AND database NOT IN (SELECT oid FROM pg_database
+                           WHERE datistemplate OR NOT datallowconn)
      AND NOT (database = $me_oid AND relfilenode IN ($old_nodes)))
 SELECT count(b.relblocknumber), count(*)
   FROM f LEFT JOIN pg_buffercache b
@@ -189,8 +206,9 @@ SELECT count(b.relblocknumber), count(*)
 cmp_ok($in_cache, '>=', 0.99 * $in_file,
 	"$in_cache of the $in_file other blocks of the file are cached");
 
-# Last, the database dropped is the largest in the file: its restore worker
-# was the one to restore the blocks of the shared catalogs too.
+# Last, the database dropped is the largest in the file, the first one a
+# restore worker would be started for: the blocks of the shared catalogs,
+# which have a worker of their own, are restored all the same.
 $node->append_conf('postgresql.conf', 'pg_warmcache.autowarm = off');
 $node->restart;
 $node->safe_psql('postgres', 'CREATE DATABASE largest');
@@ -222,14 +240,16 @@ $node->start;
 $line = wait_for_restore_line($node, $offset);
 note $line;
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up');
-($total, $done, $skipped) = split /\|/,
+($total, $done, $skipped, $skipped_gone) = split /\|/,
   $node->safe_psql(
 	'postgres', q{
-SELECT restore_blocks_total, restore_blocks_done, restore_blocks_skipped
+SELECT restore_blocks_total, restore_blocks_done, restore_blocks_skipped,
+       restore_skipped_gone
   FROM warmcache_status()});
 is($done + $skipped, $total, 'every block was restored or skipped');
-is($skipped, $largest_blocks,
-	'skipped: the blocks of the dropped database, not the shared catalogs');
+is($skipped_gone, $largest_blocks,
+	'skipped as gone: the blocks of the dropped database, not the shared catalogs'
+);
 
 $node->stop;
 done_testing();

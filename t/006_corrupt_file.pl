@@ -160,7 +160,7 @@ for my $case (@cases)
 	cmp_ok($dumped, '>', 0, "$name: warmcache_dump_now() writes a new file");
 	my $new = slurp_bin($file);
 	my $nh = header($new);
-	ok( $nh->{magic} == 0x4D525757
+	ok( $nh->{magic} == MAGIC
 		  && $nh->{version} == 1
 		  && $nh->{sysid} == $h->{sysid}
 		  && $nh->{nblocks} == $dumped

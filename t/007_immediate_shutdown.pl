@@ -30,14 +30,6 @@ sub saved_t
 		WHERE relfilenode = pg_relation_filenode('t') AND fork = 'main'});
 }
 
-sub wait_for_restore
-{
-	wait_for_status($node,
-		"state = 'idle' AND restore_finished_at IS NOT NULL",
-		'the restore to finish');
-	return;
-}
-
 # Table t is written out and frozen before the checkpoint, so that crash
 # recovery has no WAL record that would read its blocks back: if they are
 # in shared buffers after the crash, the restore put them there.
@@ -70,7 +62,7 @@ ok(!-e $tmp, 'and writes no temporary file');
 
 my $offset = -s $node->logfile;
 $node->start;
-wait_for_restore();
+wait_for_restore($node);
 is( $node->safe_psql(
 		'postgres',
 		'SELECT restore_blocks_total, restore_incomplete, restore_blocks_done > 0 FROM warmcache_status()'
@@ -98,7 +90,7 @@ write_bin($tmp, substr($good, 0, HEADER_SIZE + RUN_SIZE + 5) . 'half-written');
 
 $offset = -s $node->logfile;
 $node->start;
-wait_for_restore();
+wait_for_restore($node);
 is( $node->safe_psql(
 		'postgres',
 		'SELECT restore_blocks_total, restore_incomplete FROM warmcache_status()'
@@ -116,7 +108,7 @@ $n = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 ok(!-e $tmp, 'the next dump replaces the temporary file');
 my $new = slurp_bin($file);
 my $nh = header($new);
-ok( $nh->{magic} == 0x4D525757
+ok( $nh->{magic} == MAGIC
 	  && $nh->{nblocks} == $n
 	  && $nh->{dumped_at} > $gh->{dumped_at}
 	  && length($new) == HEADER_SIZE + $nh->{nruns} * RUN_SIZE,

@@ -90,9 +90,7 @@ ok(slurp_bin("$dir/pg_warmcache.blocks") eq $saved,
 $standby->append_conf('postgresql.conf', 'pg_warmcache.autowarm = on');
 $offset = -s $standby->logfile;
 $standby->start;
-wait_for_status($standby,
-	"state = 'idle' AND restore_finished_at IS NOT NULL",
-	'the restore on the standby');
+wait_for_restore($standby, 'the restore on the standby');
 
 my $log = slurp_file($standby->logfile, $offset);
 my $h_nblocks = header($saved)->{nblocks};

@@ -47,7 +47,7 @@ sub check_file
 	my ($name) = @_;
 	my $bytes = slurp_bin($file);
 	my $h = header($bytes);
-	ok( $h->{magic} == 0x4D525757
+	ok( $h->{magic} == MAGIC
 		  && length($bytes) == HEADER_SIZE + $h->{nruns} * RUN_SIZE,
 		"$name: the file is complete");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()'),
@@ -55,16 +55,6 @@ sub check_file
 	ok(!-e "$file.tmp" && !-e "$file.sort",
 		"$name: no temporary file is left");
 	return $bytes;
-}
-
-# Runs SQL that must fail; returns its stderr, with SQLSTATE.
-sub psql_fails
-{
-	my ($sql, $name) = @_;
-	my ($ret, $stdout, $stderr) =
-	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
-	isnt($ret, 0, "$name: fails");
-	return $stderr;
 }
 
 #---- Two concurrent dumps ----
@@ -112,8 +102,7 @@ is(status($node, 'restore_blocks_total'), $total,
 
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() during the start-up restore returns true');
-wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
-	'the aborted restore to end');
+wait_for_restore($node, 'the aborted restore to end');
 is(status($node, 'restore_incomplete'),
 	't', 'the aborted restore is incomplete');
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
@@ -129,14 +118,16 @@ wait_for_status($node,
 
 #---- During the restore ----
 
-my $err = psql_fails('SELECT warmcache_dump_now()', 'a dump during a restore');
+my $err = psql_fails($node, 'SELECT warmcache_dump_now()',
+	'a dump during a restore: fails');
 like(
 	$err,
 	qr/ERROR:  55006: cannot dump while a restore is in progress/,
 	'a dump during a restore fails with object_in_use');
 ok(slurp_bin($file) eq $saved, 'the refused dump leaves the file intact');
 
-$err = psql_fails('SELECT warmcache_restore_now()', 'a second restore');
+$err = psql_fails($node, 'SELECT warmcache_restore_now()',
+	'a second restore: fails');
 like(
 	$err,
 	qr/ERROR:  55006: cannot restore while a restore is in progress/,
@@ -145,8 +136,7 @@ is(status($node, 'state'), 'restoring', 'the first restore goes on');
 
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() during the restore returns true');
-wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
-	'the aborted restore to end');
+wait_for_restore($node, 'the aborted restore to end');
 is( status(
 		$node,
 		'restore_incomplete, abort_requested, restore_blocks_total, restore_blocks_done + restore_blocks_skipped < restore_blocks_total'
@@ -199,8 +189,7 @@ $node->start;
 wait_for_status($node, "state = 'restoring' AND restore_blocks_done > 0",
 	'the start-up restore to run');
 $node->safe_psql('postgres', 'SELECT warmcache_restore_abort()');
-wait_for_status($node, "state = 'idle' AND restore_finished_at IS NOT NULL",
-	'the aborted restore to end');
+wait_for_restore($node, 'the aborted restore to end');
 my $n = $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 cmp_ok($n, '<', $total, 'an explicit dump holds fewer blocks');
 my $new = check_file('after an explicit dump');

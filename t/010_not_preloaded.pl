@@ -26,7 +26,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache'"),
-	'1.0',
+	'1.1',
 	'CREATE EXTENSION works without preloading');
 
 $node->safe_psql(
@@ -81,9 +81,7 @@ for my $call (
 	"warmcache_restore_now('read')", 'warmcache_restore_abort()',
 	'warmcache_status()')
 {
-	my ($ret, $stdout, $stderr) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\nSELECT * FROM $call");
-	isnt($ret, 0, "$call fails");
+	my $stderr = psql_fails($node, "SELECT * FROM $call", "$call fails");
 	like(
 		$stderr,
 		qr/ERROR:  55000: pg_warmcache must be loaded via "shared_preload_libraries"/,

@@ -32,10 +32,8 @@ foreach my $call ("warm('$schema.mine', 'buffer')",
 	"warm('$schema.mine', 'prefetch')",
 	"warm_table('$schema.mine')")
 {
-	my ($ret, $stdout, $stderr) = $node->psql(
-		'postgres', "\\set VERBOSITY verbose\nSELECT $call",
-		on_error_stop => 1);
-	isnt($ret, 0, "$call fails in another session");
+	my $stderr =
+	  psql_fails($node, "SELECT $call", "$call fails in another session");
 	like($stderr, qr/0A000/, "$call: SQLSTATE 0A000");
 	like($stderr,
 		qr/cannot warm temporary tables of other sessions/,

@@ -3,7 +3,8 @@
 # WarmCache - what pg_warmcache's TAP tests share: the node set-up, reading
 # and writing the dump file, and the queries on warmcache_status() and
 # pg_buffercache that several tests repeat.  The tests keep their
-# assertions; nothing here checks anything.  A test in t/ loads it with
+# assertions; nothing here checks anything, but psql_fails, which counts the
+# failure it expects as one test.  A test in t/ loads it with
 #
 #   use FindBin;
 #   use lib $FindBin::RealBin;
@@ -17,8 +18,10 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More;
 
 our @EXPORT = qw(
+  MAGIC
   HEADER_SIZE
   RUN_SIZE
 
@@ -27,13 +30,19 @@ our @EXPORT = qw(
   restart_cold
   status
   wait_for_status
+  wait_for_restore
   wait_for_restore_line
+  psql_fails
   relation_blocks
   cached
   slurp_bin
   write_bin
   header
 );
+
+# The magic number that starts a dump file: WC_FILE_MAGIC in
+# include/pg_warmcache.h, "WWRM" in a little-endian file.
+use constant MAGIC => 0x4D525757;
 
 # The sizes of the dump file's header and of one run record in it:
 # WarmFileHeader and WarmRun in include/pg_warmcache.h.
@@ -101,6 +110,18 @@ sub wait_for_status
 	return;
 }
 
+# Wait until no restore runs and one has finished since the server started;
+# die after the default timeout, saying that it was waiting for $what
+# ('the restore to finish' by default).
+sub wait_for_restore
+{
+	my ($node, $what) = @_;
+	wait_for_status($node,
+		"state = 'idle' AND restore_finished_at IS NOT NULL",
+		$what // 'the restore to finish');
+	return;
+}
+
 # Wait for the log line that ends a restore, in the server log after byte
 # $offset, and return it without its newline.
 sub wait_for_restore_line
@@ -110,6 +131,18 @@ sub wait_for_restore_line
 	my ($line) = slurp_file($node->logfile, $offset) =~
 	  /(pg_warmcache: restore finished: .*)\n/;
 	return $line;
+}
+
+# Run $sql in database postgres, which must fail: one test, named $name,
+# that psql exits non-zero.  Returns psql's stderr, with the SQLSTATE
+# (VERBOSITY verbose).
+sub psql_fails
+{
+	my ($node, $sql, $name) = @_;
+	my ($ret, $stdout, $stderr) =
+	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	isnt($ret, 0, $name);
+	return $stderr;
 }
 
 # The size of the main fork of relation $rel, in blocks.

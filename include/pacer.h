@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * pacer.h
+ *		The restore's manners: progress, abort, the shared rate cap and CPU
+ *		budget, yielding to queries that wait for reads, and noticing that
+ *		a lock the restore holds, or its database, is wanted by others.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/pacer.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_PACER_H
+#define PG_WARMCACHE_PACER_H
+
+#include "postgres.h"
+
+#include "utils/relcache.h"
+#include "utils/timestamp.h"
+
+#include "engine.h"
+#include "restore.h"
+
+/* Why a pacer stopped the engine. */
+typedef enum PacerStop
+{
+	WC_STOP_NONE,
+	WC_STOP_LOCK_WANTED,		/* a lock request waits for our relation */
+	WC_STOP_DB_WANTED,			/* a database-level command waits for us */
+	WC_STOP_ABORT				/* abort or shutdown */
+} PacerStop;
+
+/* The pacer of a restore worker; base is what the engine sees. */
+typedef struct RestorePacer
+{
+	WarmPacer	base;
+	RestoreSlot *slot;
+	WarmMode	mode;
+	PacerStop	why;			/* why base.stop was set */
+	Oid			relid;			/* relation being warmed, or InvalidOid */
+	bool		counting;		/* count the batch's blocks in the progress */
+	uint64		batch_done;		/* blocks of the current batch warmed */
+
+	/* when each probe last ran */
+	TimestampTz lock_probe_at;
+	TimestampTz db_probe_at;
+	TimestampTz fg_probe_at;
+
+	/* what the last look at the other backends found */
+	bool		fg_reading;		/* some wait for a data file read */
+	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
+	int64		cpu_used;		/* this process's CPU time at the last pace */
+} RestorePacer;
+
+extern void wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot,
+						  WarmMode mode);
+extern bool wc_pacer_check(RestorePacer *pacer);
+extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
+extern bool wc_database_wanted(Oid db);
+
+#endif							/* PG_WARMCACHE_PACER_H */

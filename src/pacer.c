@@ -1,0 +1,337 @@
+/*-------------------------------------------------------------------------
+ *
+ * pacer.c
+ *		The restore's manners: what a restore worker does between two
+ *		chunks of its reads.
+ *
+ * The warming engine calls the pacer before each chunk (32 blocks, or 8
+ * while yielding).  The pacer:
+ *
+ * - counts progress into shared memory;
+ * - stops the engine on abort, and when someone wants what the restore
+ *   holds: a lock request that conflicts with our AccessShareLock on the
+ *   relation being read (probed every 10 ms), or a database-level command
+ *   on our database (probed every 100 ms);
+ * - reads in 64 kB pieces with one more ahead while some query waits for a
+ *   data file read, so that its read queues behind little of ours while
+ *   the device stays busy;
+ * - keeps two budgets that all restore workers share: the rate cap
+ *   (pg_warmcache.max_restore_rate) and, while queries are running on the
+ *   CPU and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
+ *   one core.  Each is a virtual clock in shared memory that a worker moves
+ *   on by its cost; a worker whose charge puts the clock more than a short
+ *   burst ahead of real time sleeps until it is not.  Time spent idle is
+ *   not saved up for later beyond that burst.
+ *
+ * The probes take no lock anyone waits for.  A relation is probed with a
+ * conditional RowShareLock: it cannot be granted while an AccessExclusive
+ * (or Exclusive) request is queued, as a query's or, on a standby, replay's
+ * is.  (LockHasWaitersRelation() cannot be used: our AccessShareLock is
+ * usually a fast-path lock, which it does not handle.)  A database is
+ * probed with a conditional RowExclusiveLock on its database object, the
+ * lock a new connection takes: DROP DATABASE, ALTER DATABASE RENAME and SET
+ * TABLESPACE hold AccessExclusiveLock on it, CREATE DATABASE holds
+ * ShareLock on its template, each while it waits for other sessions to
+ * leave the database.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/pacer.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <time.h>
+
+#include "catalog/pg_database_d.h"
+#include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/pmsignal.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+
+#include "compat.h"
+#include "pacer.h"
+#include "pg_warmcache.h"
+
+/* Blocks per read while queries wait for reads: 64 kB. */
+#define WC_YIELD_IO_BLOCKS	8
+
+/* How often the probes run, in ms. */
+#define WC_LOCK_PROBE_MS	10
+#define WC_DB_PROBE_MS		100
+#define WC_FG_PROBE_MS		2
+
+/* Queries seen on a CPU this recently make the restore frugal, in ms. */
+#define WC_BUSY_MEMORY_MS	200
+
+/* The restore's CPU while queries are busy: percent of one core. */
+#define WC_BUSY_CPU_PERCENT 10
+
+/* How far ahead of real time a budget's clock may run, in microseconds. */
+#define WC_BUDGET_BURST_US	100000
+
+/* Longest single sleep between two looks at the probes, in ms. */
+#define WC_SLEEP_SLICE_MS	20
+
+static void pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only);
+
+void
+wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
+{
+	memset(pacer, 0, sizeof(*pacer));
+	pacer->base.pace = pace_restore;
+	pacer->base.window = wc_default_window();
+	pacer->base.no_evict = true;
+	pacer->slot = slot;
+	pacer->mode = mode;
+	pacer->counting = true;
+}
+
+/*
+ * Is a database-level command waiting for the sessions connected to db?
+ * Also used by the leader before it starts a worker there.
+ */
+bool
+wc_database_wanted(Oid db)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, db, 0);
+	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, RowExclusiveLock, true);
+	return false;
+}
+
+/* Is an AccessExclusive request waiting for relid?  See the file header. */
+static bool
+relation_wanted(Oid relid)
+{
+	if (!ConditionalLockRelationOid(relid, RowShareLock))
+		return true;
+	UnlockRelationOid(relid, RowShareLock);
+	return false;
+}
+
+static bool
+elapsed_ms(TimestampTz since, TimestampTz now, int ms)
+{
+	return now - since >= (TimestampTz) ms * 1000;
+}
+
+/*
+ * Stop the engine if the restore must stop or someone wants what it holds;
+ * returns whether it is stopped.  Runs the probes that are due.
+ */
+bool
+wc_pacer_check(RestorePacer *pacer)
+{
+	TimestampTz now;
+
+	if (pacer->base.stop)
+		return true;
+	if (wc_shared->abort_requested)
+		pacer->why = WC_STOP_ABORT;
+	else
+	{
+		now = GetCurrentTimestamp();
+		if (elapsed_ms(pacer->db_probe_at, now, WC_DB_PROBE_MS))
+		{
+			pacer->db_probe_at = now;
+			if (wc_database_wanted(pacer->slot->connect_db))
+				pacer->why = WC_STOP_DB_WANTED;
+		}
+		if (pacer->why == WC_STOP_NONE && OidIsValid(pacer->relid) &&
+			elapsed_ms(pacer->lock_probe_at, now, WC_LOCK_PROBE_MS))
+		{
+			pacer->lock_probe_at = now;
+			if (relation_wanted(pacer->relid))
+				pacer->why = WC_STOP_LOCK_WANTED;
+		}
+	}
+	pacer->base.stop = (pacer->why != WC_STOP_NONE);
+	return pacer->base.stop;
+}
+
+/*
+ * Sleep for ms, in slices, waking early when the pacer must stop.
+ */
+void
+wc_pacer_sleep(RestorePacer *pacer, long ms)
+{
+	while (ms > 0)
+	{
+		long		slice = Min(ms, WC_SLEEP_SLICE_MS);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 slice, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (wc_pacer_check(pacer))
+			return;
+		ms -= slice;
+	}
+}
+
+static bool
+is_restore_process(int pid)
+{
+	int			i;
+
+	if (pid == wc_shared->worker_pid)
+		return true;
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		if (wc_shared->slots[i].pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * Look at what the other backends do: does one wait for a data file read,
+ * is one running on a CPU?  wait_event_info is read without a lock, as
+ * pg_stat_activity does: a stale value only delays the reaction by one
+ * look.  A backend with no wait event is running; an idle one waits for its
+ * client.  Auxiliary processes (18's I/O workers among them) sit above
+ * MaxBackends and are not looked at: they work on others' behalf.
+ */
+static void
+look_at_backends(RestorePacer *pacer, TimestampTz now)
+{
+	bool		reading = false;
+	int			i;
+
+	for (i = 0; i < MaxBackends && !reading; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+		uint32		wait = UINT32_ACCESS_ONCE(proc->wait_event_info);
+
+		if (pid == 0 || pid == MyProcPid)
+			continue;
+		if (wait != 0 && !wc_is_read_wait(wait))
+			continue;
+		if (is_restore_process(pid))
+			continue;
+		if (wait == 0)
+			pacer->fg_busy_at = now;
+		else
+			reading = true;
+	}
+	pacer->fg_reading = reading;
+}
+
+/* This process's CPU time, in microseconds. */
+static int64
+cpu_time_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Charge cost_us to a shared budget's clock; returns how long to sleep, in
+ * microseconds, for the clock to be at most a burst ahead of now.
+ */
+static int64
+charge_budget(pg_atomic_uint64 *clock, int64 cost_us, TimestampTz now)
+{
+	uint64		old = pg_atomic_read_u64(clock);
+	uint64		new;
+
+	do
+	{
+		new = Max(old, (uint64) now) + (uint64) cost_us;
+	} while (!pg_atomic_compare_exchange_u64(clock, &old, new));
+	return Max((int64) (new - (uint64) now) - WC_BUDGET_BURST_US, 0);
+}
+
+static void
+count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
+{
+	uint64		blocks = in_buffers + os_only;
+
+	pacer->batch_done += blocks;
+	if (!pacer->counting || blocks == 0)
+		return;
+	pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
+	pg_atomic_fetch_add_u64(&pacer->slot->processed, blocks);
+	if (os_only > 0)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
+}
+
+/*
+ * The engine's pacer callback: see the file header.
+ */
+static void
+pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
+{
+	RestorePacer *pacer = (RestorePacer *) base;
+	uint64		blocks = in_buffers + os_only;
+	int64		cpu_now = cpu_time_us();
+	int64		cpu_spent = cpu_now - pacer->cpu_used;
+	int64		sleep_us = 0;
+	TimestampTz now;
+
+	pacer->cpu_used = cpu_now;
+	count_progress(pacer, in_buffers, os_only);
+
+	if (!PostmasterIsAlive())
+		proc_exit(1);
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	if (wc_pacer_check(pacer))
+		return;
+
+	now = GetCurrentTimestamp();
+	if (elapsed_ms(pacer->fg_probe_at, now, WC_FG_PROBE_MS))
+	{
+		pacer->fg_probe_at = now;
+		look_at_backends(pacer, now);
+	}
+
+	if (wc_restore_yield && pacer->fg_reading)
+	{
+		pacer->base.io_blocks = WC_YIELD_IO_BLOCKS;
+		pacer->base.window = Min(wc_default_window(), WC_YIELD_IO_BLOCKS);
+	}
+	else
+	{
+		pacer->base.io_blocks = 0;
+		pacer->base.window = wc_default_window();
+	}
+
+	if (wc_max_restore_rate > 0 && blocks > 0)
+		sleep_us = charge_budget(&wc_shared->rate_clock,
+								 (int64) ((double) blocks * BLCKSZ * 1000000.0 /
+										  (wc_max_restore_rate * 1024.0 * 1024.0)),
+								 now);
+
+	/*
+	 * Queries running and none waiting for a read: the cache serves them,
+	 * and every cycle we take is one of theirs.  While they miss the cache
+	 * the device is what counts, and we keep it busy.
+	 */
+	if (!pacer->fg_reading && cpu_spent > 0 &&
+		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS))
+		sleep_us = Max(sleep_us,
+					   charge_budget(&wc_shared->cpu_clock,
+									 cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
+									 now));
+
+	if (sleep_us >= 1000)
+		wc_pacer_sleep(pacer, (long) (sleep_us / 1000));
+}
