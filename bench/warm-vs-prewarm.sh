@@ -1,112 +1,151 @@
 #!/bin/bash
-# warm() against contrib pg_prewarm() on a truly cold cache.
+# warm() against contrib pg_prewarm() where each can be limited: the CPU,
+# the device's I/O operations, its bandwidth, or a local disk.
 #
-#   bench/warm-vs-prewarm.sh [--pg 15|18] [--scale 100] [--reps 3]
-#                            [--modes buffer,read,prefetch] [--disk local|capped]
+#   bench/warm-vs-prewarm.sh [--pg 15|18] [--scale 100] [--reps 7]
+#                            [--conditions cpu,iops,capped,cold]
+#                            [--modes buffer] [--workers 2]
+#
+# Conditions:
+#   cpu     the files in the OS cache, shared_buffers cold (a restart): the
+#           CPU is the limit (local disk)
+#   iops    a volume capped at 3000 read IOPS and 1 GB/s, read_ahead_kb 128,
+#           like a general-purpose cloud SSD: the number of reads is the limit
+#   capped  the same volume at 3000 IOPS and 125 MB/s: bandwidth is the limit
+#   cold    the local disk after drop_caches
+# The capped volume is bench/capped-disk.sh's (CAP_* environment set here).
 #
 # Builds and installs pg_warmcache from this repository into the chosen
 # PostgreSQL, builds (or reuses) a pgbench database of the given scale in a
 # cluster with shared_buffers = 4GB and both pg_warmcache and pg_prewarm
-# preloaded (autowarm and autoprewarm off), then, for each mode and
-# repetition, for each method in alternating order, on a cold cache (server
-# stopped, sync, drop_caches, server started) times
-#   select pg_prewarm('pgbench_accounts', MODE) + pg_prewarm('pgbench_accounts_pkey', MODE)
-# against the same with warm().  The catalogs the call needs are read before
-# the timed statement.  Prefetch is asynchronous: its time is the time to
-# return, and a second row times it until 99% of the files is in the OS cache
-# (fincore polled every 20 ms).  The physical limit is the device's cold sequential read rate of the
-# same files (dd after drop_caches), measured once per repetition.
+# preloaded (autowarm and autoprewarm off), one on the local disk and one on
+# the capped volume.  Per condition and repetition: the raw sequential read
+# rate of the files (dd bs=1M, cold except for cpu, under the cap on the
+# volume), then for each method, in an order that rotates from one
+# repetition to the next, a start in the condition's state (server
+# stopped; OS cache dropped, or for cpu the files read into it; server
+# started) and the timed statement
+#   select F('pgbench_accounts', MODE) + F('pgbench_accounts_pkey', MODE)
+# after the catalogs it needs were read.  Methods: pg_prewarm; warm alone
+# (pg_warmcache.max_warm_workers = 0); warm with up to --workers workers
+# (buffer and read modes only; prefetch is never split; default 2, the
+# setting's default).  Prefetch only issues advice: its time is the time to
+# return, and a second row, prefetch-until-cached, times it until 99% of the
+# files is in the OS cache (fincore polled every 20 ms).
 #
-# Prints a markdown table (median over repetitions) and the command line, and
-# keeps it with the raw timings in bench/out/<timestamp>-warm-vs-prewarm/
-# (OUT_DIR overrides).  Needs root.  See bench/lib.sh for the environment
-# variables (where the cluster lives, which pg_config, ...).
+# Prints a markdown table per condition (medians over the repetitions, the
+# spread as min-max, the ratio pg_prewarm time / warm time per repetition,
+# MB/s against dd's) and the command line, and keeps it with the raw
+# timings in bench/out/<timestamp>-warm-vs-prewarm/ (OUT_DIR overrides).
+# Needs root.
+# See bench/lib.sh for the environment variables (where the clusters live,
+# which pg_config, the port, ...).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 scale=100 reps=3 modes=buffer,read,prefetch disk=local
+pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--modes) modes=$2; shift 2 ;;
-	--disk) disk=$2; shift 2 ;;
+	--conditions) conditions=$2; shift 2 ;;
+	--workers) workers=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --modes $modes --disk $disk"
+cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers"
 need_root
-[[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 ]] || die "--scale and --reps take positive integers"
+[[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 && $workers =~ ^[0-9]+$ ]] ||
+	die "--scale, --reps and --workers take positive integers"
 IFS=, read -r -a modelist <<<"$modes"
 for m in "${modelist[@]}"; do
 	case "$m" in buffer | read | prefetch) ;; *) die "unknown mode $m" ;; esac
 done
+IFS=, read -r -a condlist <<<"$conditions"
+for c in "${condlist[@]}"; do
+	case "$c" in cpu | iops | capped | cold) ;; *) die "unknown condition $c" ;; esac
+done
 
 out=${OUT_DIR:-$BENCH_DIR/out/$(date +%Y%m%d-%H%M%S)-warm-vs-prewarm}
 mkdir -p "$out"
+raw=$out/raw.csv
+echo "condition,rep,mode,method,seconds,blocks,mb_per_s" >"$raw"
+ddcsv=$out/dd.csv
+echo "condition,rep,bytes,seconds,mb_per_s" >"$ddcsv"
+setup=$out/setup.txt
+: >"$setup"
 
 use_pg "$pg"
-use_cluster "$disk" "$scale"
-ensure_db
 version=$("$BINDIR/postgres" --version)
 
-pg_start "$CLDIR/logs/wvp-files.log"
-verify_lib
-mapfile -t files < <(rel_files pgbench_accounts; rel_files pgbench_accounts_pkey)
-relblocks=$(sql "select (pg_relation_size('pgbench_accounts') + pg_relation_size('pgbench_accounts_pkey')) / current_setting('block_size')::int")
-blcksz=$(sql "show block_size")
-pg_stop
-relmb=$(awk -v b="$relblocks" -v s="$blcksz" 'BEGIN { printf "%.1f", b * s / 1048576 }')
-relbytes=$((relblocks * blcksz))
-say "pgbench_accounts + pkey: $relblocks blocks, $relmb MB, ${#files[@]} files"
-
-raw=$out/raw.csv
-echo "rep,mode,method,seconds,blocks,mb_per_s" >"$raw"
-ddcsv=$out/dd.csv
-echo "rep,bytes,seconds,mb_per_s" >"$ddcsv"
-
-# time_call METHOD MODE: sets CALL_SECS and CALL_BLOCKS; server started cold.
-time_call() {
-	local fn=$1 mode=$2 o ms blocks t_ret
+# use_condition COND: the cluster and, on the volume, the cap of COND.
+use_condition() {
+	case "$1" in
+	cpu | cold) use_cluster local "$scale" ;;
+	iops)
+		CAP_IOPS=3000 CAP_BPS=1000000000 CAP_READAHEAD_KB=128 use_cluster capped "$scale"
+		;;
+	capped)
+		CAP_IOPS=3000 CAP_BPS=131072000 CAP_READAHEAD_KB=128 use_cluster capped "$scale"
+		;;
+	esac
+	ensure_db
+	pg_start "$CLDIR/logs/wvp-files.log"
+	verify_lib
+	mapfile -t files < <(rel_files pgbench_accounts; rel_files pgbench_accounts_pkey)
+	relblocks=$(sql "select (pg_relation_size('pgbench_accounts') + pg_relation_size('pgbench_accounts_pkey')) / current_setting('block_size')::int")
+	blcksz=$(sql "show block_size")
 	pg_stop
-	drop_caches
-	pg_start "$CLDIR/logs/wvp-$fn-$mode.log"
-	o=$(psqlc -d bench -At <<EOF
-select 'pgbench_accounts'::regclass, 'pgbench_accounts_pkey'::regclass,
-       'pg_prewarm(regclass,text,text,int8,int8)'::regprocedure,
-       'warm(regclass,text,text,int8,int8)'::regprocedure;
-explain select * from pgbench_accounts where aid = 1;
-\timing on
-select $fn('pgbench_accounts', '$mode') + $fn('pgbench_accounts_pkey', '$mode');
-EOF
-	)
-	t_ret=$(now)
-	ms=$(awk '/^Time: / { print $2 }' <<<"$o" | tail -1)
-	blocks=$(grep -E '^[0-9]+$' <<<"$o" | tail -1)
-	[ -n "$ms" ] && [ -n "$blocks" ] || die "could not time $fn($mode): $o"
-	CALL_SECS=$(awk -v ms="$ms" 'BEGIN { printf "%.4f", ms / 1000 }')
-	CALL_BLOCKS=$blocks
-	CACHED_SECS=""
-	if [ "$mode" = prefetch ]; then wait_cached; fi
+	relmb=$(awk -v b="$relblocks" -v s="$blcksz" 'BEGIN { printf "%.1f", b * s / 1048576 }')
+	local ra=""
+	[ "$DISK" != capped ] || ra=", read_ahead_kb $CAPPED_RA"
+	echo "$1: disk $DISK$ra, $PGDATA, pgbench_accounts + pkey $relblocks blocks ($relmb MB) in ${#files[@]} files" >>"$setup"
+	say "$1: pgbench_accounts + pkey: $relblocks blocks, $relmb MB, ${#files[@]} files"
+}
+
+# The state a start of condition COND begins from: the OS cache dropped, or
+# for cpu, the files read into it.  The server is stopped.
+prepare() {
+	if [ "$1" = cpu ]; then
+		cat "${files[@]}" >/dev/null
+	else
+		drop_caches
+	fi
+}
+
+# raw_rate COND: dd of the files in COND's state; sets CR_* (lib.sh).
+raw_rate() {
+	if [ "$1" = cpu ]; then
+		local t0 t1
+		pg_stop
+		prepare cpu
+		t0=$(now)
+		for f in "${files[@]}"; do dd if="$f" of=/dev/null bs=1M status=none; done
+		t1=$(now)
+		CR_BYTES=$(stat -c %s "${files[@]}" | awk '{ s += $1 } END { print s }')
+		CR_SECS=$(elapsed "$t0" "$t1")
+		CR_RATE=$(awk -v b="$CR_BYTES" -v s="$CR_SECS" 'BEGIN { printf "%.1f", b / 1048576 / s }')
+	else
+		cold_read "${files[@]}"
+	fi
 }
 
 # After a prefetch: poll the files' page cache residency (fincore) until
 # 99% of them is cached, or nothing changed for 3 s.  Sets CACHED_SECS
 # (call time + time until cached) and CACHED_BLOCKS.  Also keeps the
-# kernel's reads from going on into the next cold start.
+# kernel's reads from going on into the next start.
 wait_cached() {
-	local res last=-1 t_last t
+	local res last=-1 t_last t relbytes=$((relblocks * blcksz))
 	t_last=$(now)
 	while :; do
 		res=$(fincore -b -n -o RES "${files[@]}" | awk '{ s += $1 } END { print s + 0 }')
 		t=$(now)
-		if ((res >= relbytes * 99 / 100)); then
-			break
-		fi
+		((res < relbytes * 99 / 100)) || break
 		if ((res != last)); then
 			last=$res
 			t_last=$t
@@ -116,66 +155,120 @@ wait_cached() {
 		fi
 		sleep 0.02
 	done
-	CACHED_SECS=$(awk -v c="$CALL_SECS" -v a="$t_ret" -v b="$t" 'BEGIN { printf "%.4f", c + b - a }')
+	CACHED_SECS=$(awk -v c="$CALL_SECS" -v a="$T_RET" -v b="$t" 'BEGIN { printf "%.4f", c + b - a }')
 	CACHED_BLOCKS=$((res / blcksz))
 }
 
-for ((rep = 1; rep <= reps; rep++)); do
-	cold_read "${files[@]}"
-	echo "$rep,$CR_BYTES,$CR_SECS,$CR_RATE" >>"$ddcsv"
-	say "rep $rep: dd cold sequential read: $CR_RATE MB/s"
-	for mode in "${modelist[@]}"; do
-		if ((rep % 2)); then order=(pg_prewarm warm); else order=(warm pg_prewarm); fi
-		for fn in "${order[@]}"; do
-			time_call "$fn" "$mode"
-			secs=$CALL_SECS blocks=$CALL_BLOCKS
-			rate=$(awk -v b="$blocks" -v s="$blcksz" -v t="$secs" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-			echo "$rep,$mode,$fn,$secs,$blocks,$rate" >>"$raw"
-			say "rep $rep: $fn($mode): $blocks blocks in $secs s = $rate MB/s"
-			if [ -n "$CACHED_SECS" ]; then
-				rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-				echo "$rep,prefetch-until-cached,$fn,$CACHED_SECS,$CACHED_BLOCKS,$rate" >>"$raw"
-				say "rep $rep: $fn($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
-			fi
+# time_call COND METHOD MODE: sets CALL_SECS and CALL_BLOCKS, and after a
+# prefetch CACHED_SECS and CACHED_BLOCKS.
+
+time_call() {
+	local cond=$1 method=$2 mode=$3 fn=warm set="" o ms blocks
+	case "$method" in
+	pg_prewarm) fn=pg_prewarm ;;
+	warm) set="set pg_warmcache.max_warm_workers = 0;" ;;
+	warm-parallel) set="set pg_warmcache.max_warm_workers = $workers;" ;;
+	esac
+	pg_stop
+	prepare "$cond"
+	pg_start "$CLDIR/logs/wvp-$cond-$method-$mode.log"
+	o=$(psqlc -d bench -At <<EOF
+select 'pgbench_accounts'::regclass, 'pgbench_accounts_pkey'::regclass,
+       'pg_prewarm(regclass,text,text,int8,int8)'::regprocedure,
+       'warm(regclass,text,text,int8,int8)'::regprocedure;
+explain select * from pgbench_accounts where aid = 1;
+$set
+\timing on
+select $fn('pgbench_accounts', '$mode') + $fn('pgbench_accounts_pkey', '$mode');
+EOF
+	)
+	T_RET=$(now)
+	ms=$(awk '/^Time: / { print $2 }' <<<"$o" | tail -1)
+	blocks=$(grep -E '^[0-9]+$' <<<"$o" | tail -1)
+	[ -n "$ms" ] && [ -n "$blocks" ] || die "could not time $method($mode): $o"
+	CALL_SECS=$(awk -v ms="$ms" 'BEGIN { printf "%.4f", ms / 1000 }')
+	CALL_BLOCKS=$blocks
+	CACHED_SECS=""
+	if [ "$mode" = prefetch ]; then wait_cached; fi
+}
+
+for cond in "${condlist[@]}"; do
+	use_condition "$cond"
+	for ((rep = 1; rep <= reps; rep++)); do
+		raw_rate "$cond"
+		echo "$cond,$rep,$CR_BYTES,$CR_SECS,$CR_RATE" >>"$ddcsv"
+		say "$cond rep $rep: dd: $CR_RATE MB/s"
+		for mode in "${modelist[@]}"; do
+			methods=(pg_prewarm warm)
+			[ "$mode" = prefetch ] || [ "$workers" -eq 0 ] || methods+=(warm-parallel)
+			n=${#methods[@]}
+			for ((k = 0; k < n; k++)); do
+				method=${methods[$(((k + rep - 1) % n))]}
+				time_call "$cond" "$method" "$mode"
+				rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
+				echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate" >>"$raw"
+				say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s"
+				if [ -n "$CACHED_SECS" ]; then
+					rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
+					echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate" >>"$raw"
+					say "$cond rep $rep: $method($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
+				fi
+			done
 		done
 	done
+	pg_stop
+	check_so
 done
-pg_stop
-check_so
 
-/usr/bin/python3 - "$raw" "$ddcsv" "$relmb" "$relblocks" >"$out/results.md" <<'EOF'
+/usr/bin/python3 - "$raw" "$ddcsv" "$setup" "$workers" >"$out/results.md" <<'EOF'
 import csv, statistics, sys
-raw, ddcsv, relmb, relblocks = sys.argv[1:5]
+raw, ddcsv, setup, workers = sys.argv[1:5]
 rows = list(csv.DictReader(open(raw)))
-dd = [float(r["mb_per_s"]) for r in csv.DictReader(open(ddcsv))]
-ddm = statistics.median(dd)
-modes = []
-for r in rows:
-    if r["mode"] not in modes:
-        modes.append(r["mode"])
-def col(mode, fn, key):
-    return [float(r[key]) for r in rows if r["mode"] == mode and r["method"] == fn]
-print(f"Relations: pgbench_accounts + pgbench_accounts_pkey, {relblocks} blocks, {relmb} MB; cold cache each time.\n")
-print("| mode | pg_prewarm MB/s | warm() MB/s | warm / pg_prewarm | pg_prewarm % of dd | warm() % of dd | pg_prewarm s (each rep) | warm() s (each rep) |")
-print("|---|---:|---:|---:|---:|---:|---|---|")
-for m in modes:
-    p = statistics.median(col(m, "pg_prewarm", "mb_per_s"))
-    w = statistics.median(col(m, "warm", "mb_per_s"))
-    ps = " ".join(f"{x:.2f}" for x in col(m, "pg_prewarm", "seconds"))
-    ws = " ".join(f"{x:.2f}" for x in col(m, "warm", "seconds"))
-    note = {"prefetch": " (time to return)",
-            "prefetch-until-cached": " (until 99% in the OS cache, by fincore)"}.get(m, "")
-    print(f"| {m}{note} | {p:.0f} | {w:.0f} | {w / p:.2f} | {100 * p / ddm:.0f}% | {100 * w / ddm:.0f}% | {ps} | {ws} |")
-print(f"\nDevice cold sequential read of the same files (dd bs=1M after drop_caches): "
-      f"median {ddm:.0f} MB/s (each rep: {' '.join(f'{x:.0f}' for x in dd)}).")
-blk = {(r["mode"], r["method"]): r["blocks"] for r in rows}
-bad = [m for m in modes if m != "prefetch-until-cached" and blk.get((m, "warm")) != blk.get((m, "pg_prewarm"))]
-if bad:
-    print(f"\nWARNING: warm() and pg_prewarm() returned different block counts for: {', '.join(bad)}")
+dds = list(csv.DictReader(open(ddcsv)))
+names = {"cpu": "CPU-bound: files in the OS cache, shared_buffers cold",
+         "iops": "IOPS-bound: 3000 IOPS, 1 GB/s, read_ahead_kb 128",
+         "capped": "Bandwidth-capped: 3000 IOPS, 125 MB/s, read_ahead_kb 128",
+         "cold": "Local disk, cold (drop_caches)"}
+labels = {"pg_prewarm": "pg_prewarm", "warm": "warm() alone",
+          "warm-parallel": f"warm(), up to {workers} worker(s)"}
+def order(seq):
+    out = []
+    for x in seq:
+        if x not in out:
+            out.append(x)
+    return out
+def spread(xs):
+    return f"{min(xs):.2f}-{max(xs):.2f}"
+for line in open(setup):
+    print(f"- {line.strip()}")
+print()
+for cond in order(r["condition"] for r in rows):
+    dd = [float(r["mb_per_s"]) for r in dds if r["condition"] == cond]
+    ddm = statistics.median(dd)
+    print(f"### {names[cond]}\n")
+    print(f"dd bs=1M of the same files, each repetition: median {ddm:.0f} MB/s "
+          f"(min-max {min(dd):.0f}-{max(dd):.0f}).\n")
+    print("| mode | method | median s | min-max s | MB/s | % of dd | pg_prewarm s / method s: median | min-max |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for mode in order(r["mode"] for r in rows if r["condition"] == cond):
+        sel = [r for r in rows if r["condition"] == cond and r["mode"] == mode]
+        base = {r["rep"]: float(r["seconds"]) for r in sel if r["method"] == "pg_prewarm"}
+        for method in order(r["method"] for r in sel):
+            rs = [r for r in sel if r["method"] == method]
+            secs = [float(r["seconds"]) for r in rs]
+            mbs = statistics.median(float(r["mb_per_s"]) for r in rs)
+            ratios = [base[r["rep"]] / float(r["seconds"]) for r in rs if r["rep"] in base]
+            rat = (f"{statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f}"
+                   if method != "pg_prewarm" else "| ")
+            print(f"| {mode} | {labels[method]} | {statistics.median(secs):.2f} | {spread(secs)} | "
+                  f"{mbs:.0f} | {100 * mbs / ddm:.0f}% | {rat} |")
+        counts = {r["blocks"] for r in sel}
+        if len(counts) > 1 and mode != "prefetch-until-cached":
+            print(f"\nWARNING: the methods returned different block counts in mode {mode}: {sorted(counts)}")
+    print()
 EOF
 {
-	echo
-	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version), disk $disk, $(date -u '+%Y-%m-%d %H:%M UTC'))."
+	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version), $(date -u '+%Y-%m-%d %H:%M UTC'))."
 	[ -z "$SO_CHANGED" ] || echo "WARNING: the installed pg_warmcache.so changed during the run:$SO_CHANGED"
 } >>"$out/results.md"
 cat "$out/results.md"

@@ -47,6 +47,20 @@ typedef Oid RelFileNumber;
 #endif
 
 /*
+ * Whether the relation was created, or given new storage, in the current
+ * transaction: other processes cannot see that storage yet.
+ */
+#if PG_VERSION_NUM >= 160000
+#define wc_rel_storage_is_new(rel) \
+	((rel)->rd_createSubid != InvalidSubTransactionId || \
+	 (rel)->rd_firstRelfilelocatorSubid != InvalidSubTransactionId)
+#else
+#define wc_rel_storage_is_new(rel) \
+	((rel)->rd_createSubid != InvalidSubTransactionId || \
+	 (rel)->rd_firstRelfilenodeSubid != InvalidSubTransactionId)
+#endif
+
+/*
  * The identity of the block a buffer tag names.
  */
 static inline void

@@ -40,10 +40,44 @@ typedef struct WarmRange
 } WarmRange;
 
 /*
+ * Whether advice pays, measured while warming.  Advice costs a system call
+ * per piece and a descriptor; it pays only where reads would otherwise wait
+ * for the device.  Where the data is in the OS cache already, or where the
+ * kernel's own readahead keeps ahead of the copy, it is pure cost.  The
+ * engine measures its own rate with and without advice, one phase after the
+ * other, and keeps advising only while that is clearly faster; it measures
+ * again from time to time, less often each time the answer stays the same.
+ * A pacer carries this across calls (the restore's batches, the stripes of
+ * a parallel warm); all zero is a fresh start.
+ */
+typedef struct WarmAdvice
+{
+	bool		on;				/* advising now */
+	int			phase;			/* 0 run, 1 measure the current state, 2
+								 * measure the other one */
+	uint64		consumed;		/* blocks warmed under this state */
+	uint64		settle_until;	/* measuring starts at this consumed count */
+	uint64		measured_blocks;	/* of the current phase */
+	double		measured_us;
+	double		rate[2];		/* blocks per microsecond: [0] without, [1]
+								 * with advice */
+	uint64		next_probe;		/* consumed count of the next measurement */
+	uint64		interval;		/* blocks between measurements; 0 = fresh */
+	uint32		probes;			/* measurements made, for debugging */
+} WarmAdvice;
+
+/*
  * Pacing of a warming loop.  The engine calls pace() before each I/O chunk
  * with the blocks it finished since the previous call, those now in shared
  * buffers and those only in the OS cache; pace() may sleep, shrink or grow
  * the look-ahead window, or ask the engine to stop.
+ *
+ * The window is in blocks, counted as 256 kB I/Os (32 blocks) as
+ * wc_default_window() gives it; the engine issues its advice in pieces as
+ * large as the device takes in one I/O and scales a window of at least one
+ * such I/O to the same number of those pieces.  A smaller window (the
+ * restore's while queries wait) is taken as it is, in pieces of its size.
+ * A pacer may leave pace NULL.
  */
 typedef struct WarmPacer WarmPacer;
 struct WarmPacer
@@ -55,6 +89,7 @@ struct WarmPacer
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
 	bool		buffers_full;	/* set by the engine when no_evict hit */
+	WarmAdvice	advice;			/* kept by the engine across calls */
 };
 
 extern WarmMode wc_parse_mode(const char *name);

@@ -26,7 +26,13 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+#ifdef __linux__
+#include <sys/sysmacros.h>
+#endif
+
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
 #include "utils/rel.h"
@@ -35,8 +41,33 @@
 #include "compat.h"
 #include "engine.h"
 
-/* Blocks in one I/O: what mode read reads at once and advice is cut to. */
+/* Blocks in one read of mode read, and the unit of a window. */
 #define WC_IO_BLOCKS	32
+
+/*
+ * Advice pieces: as large as the device takes in one I/O (its
+ * max_sectors_kb), within these bounds; WC_IO_BLOCKS where it is not known.
+ * The kernel reads at most max(max_sectors_kb, read_ahead_kb) of one
+ * posix_fadvise(WILLNEED) call and drops the rest, so a piece must never be
+ * larger than that.
+ */
+#define WC_MIN_PIECE	4
+#define WC_MAX_PIECE	512
+/* A window scaled to large pieces stays within this, unless asked for more. */
+#define WC_MAX_SCALED_WINDOW	8192
+
+/*
+ * Measuring whether advice pays (WarmAdvice): each state is timed over at
+ * least WC_PHASE_BLOCKS blocks and WC_PHASE_US microseconds of the loop;
+ * advice must be WC_ADVICE_GAIN times as fast to stay on.  Between
+ * measurements WC_PROBE_BLOCKS blocks pass, four times more after each
+ * measurement that changed nothing, up to WC_MAX_PROBE_BLOCKS.
+ */
+#define WC_PHASE_BLOCKS		1024
+#define WC_PHASE_US			5000.0
+#define WC_ADVICE_GAIN		1.10
+#define WC_PROBE_BLOCKS		16384
+#define WC_MAX_PROBE_BLOCKS	(1 << 20)
 
 /* One open segment file of the fork being warmed. */
 typedef struct SegFile
@@ -195,6 +226,57 @@ seg_close(SegFile *sf)
 }
 
 /*
+ * Blocks the device of an open file takes in one I/O: its max_sectors_kb,
+ * from sysfs (the queue of the device, or of the disk of a partition).
+ * Where that is not known (another system, a file system without a block
+ * device of its own), WC_IO_BLOCKS.  Remembered for the last device.
+ */
+static BlockNumber
+device_piece(File f)
+{
+	static dev_t last_dev = 0;
+	static BlockNumber last_piece = 0;
+	BlockNumber piece = WC_IO_BLOCKS;
+#ifdef __linux__
+	struct stat st;
+	int			fd = FileGetRawDesc(f);
+
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return WC_IO_BLOCKS;
+	if (last_piece != 0 && st.st_dev == last_dev)
+		return last_piece;
+	{
+		static const char *const fmt[] = {
+			"/sys/dev/block/%u:%u/queue/max_sectors_kb",
+			"/sys/dev/block/%u:%u/../queue/max_sectors_kb"
+		};
+		int			i;
+
+		for (i = 0; i < lengthof(fmt); i++)
+		{
+			char		path[MAXPGPATH];
+			FILE	   *fp;
+			long		kb = 0;
+
+			snprintf(path, sizeof(path), fmt[i],
+					 major(st.st_dev), minor(st.st_dev));
+			fp = AllocateFile(path, "r");
+			if (fp == NULL)
+				continue;
+			if (fscanf(fp, "%ld", &kb) == 1 && kb > 0)
+				piece = (BlockNumber) Max(WC_MIN_PIECE,
+										  Min(WC_MAX_PIECE, kb * 1024 / BLCKSZ));
+			FreeFile(fp);
+			break;
+		}
+	}
+	last_dev = st.st_dev;
+	last_piece = piece;
+#endif
+	return piece;
+}
+
+/*
  * Ranges separated by gaps of at most this many blocks are advised as one:
  * the device then sees one large read instead of many small ones, which
  * matters on volumes that limit I/O operations per second.  The gaps only
@@ -219,31 +301,35 @@ advise_flush(SegFile *sf, BlockNumber start, BlockNumber end)
 
 /*
  * Advise the kernel about blocks from the advice cursor on, until it is
- * target blocks past the start of the range list, bridging gaps of up to
- * WC_ADVICE_GAP blocks.
+ * target blocks past the start of the range list or beyond, in pieces of
+ * at most piece blocks (the last one may end past target), bridging gaps
+ * of up to WC_ADVICE_GAP blocks.
  */
 static void
-advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf)
+advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf,
+			 BlockNumber piece)
 {
 	BlockNumber pstart = 0;
 	BlockNumber pend = 0;		/* pending advice [pstart, pend) */
 
 	while (*advised < target && !cursor_done(adv))
 	{
-		BlockNumber n = cursor_piece(adv, (BlockNumber) Min(target - *advised,
-															(uint64) RELSEG_SIZE));
 		BlockNumber block = cursor_block(adv);
+		BlockNumber room = piece;
+		BlockNumber n;
 
 		if (pend > pstart &&
 			block / RELSEG_SIZE == pstart / RELSEG_SIZE &&
-			block >= pend && block - pend <= WC_ADVICE_GAP)
-			pend = block + n;
+			block >= pend && block - pend <= WC_ADVICE_GAP &&
+			block - pstart < piece)
+			room = piece - (block - pstart);
 		else
 		{
 			advise_flush(sf, pstart, pend);
 			pstart = block;
-			pend = block + n;
 		}
+		n = cursor_piece(adv, room);
+		pend = block + n;
 		cursor_advance(adv, n);
 		*advised += n;
 	}
@@ -261,9 +347,13 @@ typedef struct WarmJob
 	RangeCursor adv;			/* next block to advise */
 	uint64		advised;		/* blocks advised so far */
 	SegFile		sf[2];			/* 0 for reads, 1 for advice */
+	BlockNumber piece;			/* blocks per advice call; 0 = not known yet */
 	char	   *iobuf;			/* mode read: one I/O chunk */
-	ReadStream *stream;			/* mode buffer without a pacer, 17+ */
+	bool		use_stream;		/* mode buffer, 17+, eviction allowed */
+	ReadStream *stream;
 	RangeCursor stream_cur;		/* the stream's own position */
+	WarmAdvice *advice;			/* the pacer's, or local_advice */
+	WarmAdvice	local_advice;
 } WarmJob;
 
 /*
@@ -286,8 +376,8 @@ stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
  * Load n blocks from block on into shared buffers.  Returns how many were
  * loaded: fewer if the pacer forbids eviction and no free buffer is left.
  *
- * NB: a paced loop (the restore) always loads one block at a time, never
- * through a read stream: a stream allocates the buffers of a combined read
+ * NB: a loop that must not evict (the restore) loads one block at a time,
+ * never through a read stream: a stream allocates the buffers of a combined read
  * at once, after its callback looked at the free list, so it can evict up
  * to io_combine_limit buffers when the free list runs dry.  Our advice has
  * started the reads already; this loop mostly copies from the OS cache.
@@ -298,7 +388,7 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 	WarmPacer  *pacer = job->pacer;
 	BlockNumber i;
 
-	if (WC_HAVE_READ_STREAM && pacer == NULL)
+	if (job->use_stream)
 	{
 		if (job->stream == NULL)
 		{
@@ -350,13 +440,152 @@ read_os(WarmJob *job, BlockNumber block, BlockNumber n)
 }
 
 /*
- * The loop of wc_warm_ranges(): chunk by chunk, advise ahead, then warm
- * the chunk.  Returns the blocks warmed.
+ * Blocks per advice call, found out from the advice file's device when
+ * first needed.
+ */
+static BlockNumber
+job_piece(WarmJob *job)
+{
+	if (job->piece == 0)
+	{
+		File		f = cursor_done(&job->adv) ? -1 :
+			seg_file(&job->sf[1], cursor_block(&job->adv));
+
+		job->piece = f >= 0 ? device_piece(f) : WC_IO_BLOCKS;
+	}
+	return job->piece;
+}
+
+/*
+ * The look-ahead for a window of the pacer's (or the default one): a
+ * window of at least one WC_IO_BLOCKS I/O counts its I/Os, each as large as
+ * the device takes; a smaller one is taken as it is.  Sets *piece to the
+ * size of the advice calls.
+ */
+static uint64
+scaled_window(WarmJob *job, int window, BlockNumber *piece)
+{
+	uint64		ios;
+	uint64		scaled;
+
+	if (window <= 0)
+	{
+		*piece = 0;
+		return 0;
+	}
+	*piece = job_piece(job);
+	if (window < WC_IO_BLOCKS)
+	{
+		*piece = Min(*piece, (BlockNumber) window);
+		return window;
+	}
+	ios = window / WC_IO_BLOCKS;
+	scaled = ios * *piece;
+	if (scaled > WC_MAX_SCALED_WINDOW)
+		scaled = Max((uint64) window, (uint64) WC_MAX_SCALED_WINDOW);
+	return scaled;
+}
+
+/*
+ * Whether to advise for the next chunk: the state the measurements chose,
+ * or the one being measured.
+ */
+static bool
+advice_wanted(WarmAdvice *a)
+{
+	if (a->interval == 0)
+	{
+		/* Fresh: measure without advice first, where it costs nothing. */
+		a->interval = WC_PROBE_BLOCKS;
+		a->on = false;
+		a->phase = 1;
+		a->settle_until = a->consumed;
+		a->measured_blocks = 0;
+		a->measured_us = 0;
+	}
+	return a->on;
+}
+
+/*
+ * Account a chunk of blocks warmed in us microseconds (advice included),
+ * and move the measurement on.  outstanding: blocks advised beyond those
+ * warmed; window: the look-ahead if advice is switched on.
+ */
+static void
+advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
+			   uint64 window)
+{
+	a->consumed += blocks;
+	if (a->phase == 0)
+	{
+		if (a->consumed >= a->next_probe)
+		{
+			a->phase = 1;
+			a->settle_until = a->consumed;
+			a->measured_blocks = 0;
+			a->measured_us = 0;
+		}
+		return;
+	}
+	if (a->consumed - blocks < a->settle_until)
+		return;					/* the switch still shows */
+	a->measured_blocks += blocks;
+	a->measured_us += us;
+	if (a->measured_blocks < WC_PHASE_BLOCKS || a->measured_us < WC_PHASE_US)
+		return;
+
+	a->rate[a->on ? 1 : 0] = a->measured_blocks / a->measured_us;
+	a->measured_blocks = 0;
+	a->measured_us = 0;
+	if (a->phase == 1)
+	{
+		/*
+		 * Now the other state.  Switching advice off, the blocks advised
+		 * already still come fast; switching it on, the look-ahead has to
+		 * fill first.
+		 */
+		a->phase = 2;
+		a->settle_until = a->consumed + (a->on ? outstanding : window);
+		a->on = !a->on;
+		return;
+	}
+	else
+	{
+		bool		before = !a->on;	/* the state before phase 1 */
+		bool		best = a->rate[1] > a->rate[0] * WC_ADVICE_GAIN;
+
+		a->probes++;
+		elog(DEBUG2, "pg_warmcache: %.0f blocks/ms without advice, %.0f with: advice %s",
+			 a->rate[0] * 1000.0, a->rate[1] * 1000.0, best ? "on" : "off");
+		if (best == before)
+			a->interval = Min(a->interval * 4, (uint64) WC_MAX_PROBE_BLOCKS);
+		else
+			a->interval = WC_PROBE_BLOCKS;
+		a->on = best;
+		a->phase = 0;
+		a->next_probe = a->consumed + a->interval;
+	}
+}
+
+static double
+elapsed_us(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MICROSEC(now);
+}
+
+/*
+ * The loop of wc_warm_ranges(): chunk by chunk, advise ahead where advice
+ * pays, then warm the chunk.  Returns the blocks warmed.
  */
 static uint64
 warm_loop(WarmJob *job)
 {
 	WarmPacer  *pacer = job->pacer;
+	WarmAdvice *advice = job->advice;
 	uint64		done = 0;
 	uint64		in_buffers = 0; /* since the last pace() */
 	uint64		os_only = 0;
@@ -365,52 +594,81 @@ warm_loop(WarmJob *job)
 	{
 		BlockNumber n;
 		BlockNumber block;
-		int			window;
+		BlockNumber piece = 0;
+		uint64		window = 0;
+		int			pacer_window;
+		BlockNumber warmed;
+		bool		measure;
+		bool		advise = false;
+		instr_time	start;
 
 		CHECK_FOR_INTERRUPTS();
-		if (pacer)
+		if (pacer && pacer->pace)
 		{
 			pacer->pace(pacer, in_buffers, os_only);
 			in_buffers = os_only = 0;
 			if (pacer->stop)
 				break;
 		}
-		window = pacer ? pacer->window : wc_default_window();
+		pacer_window = pacer ? pacer->window : wc_default_window();
 
 		n = cursor_piece(&job->cur, (pacer && pacer->io_blocks > 0) ?
 						 Min(pacer->io_blocks, WC_IO_BLOCKS) : WC_IO_BLOCKS);
 		block = cursor_block(&job->cur);
 
-		/* In prefetch mode the advice is the work. */
+		/*
+		 * In prefetch mode the advice is the work.  Otherwise advice is
+		 * timed with the chunk, and issued only while it pays.
+		 */
+		measure = job->mode != WC_MODE_PREFETCH && pacer_window > 0;
+		if (measure)
+		{
+			INSTR_TIME_SET_CURRENT(start);
+			advise = advice_wanted(advice);
+			/* The advice file is opened only once advice is wanted. */
+			if (advise || advice->phase == 1)
+				window = scaled_window(job, pacer_window, &piece);
+		}
 		if (job->mode == WC_MODE_PREFETCH)
-			advise_until(&job->adv, &job->advised, done + n, &job->sf[1]);
-		else if (window > 0)
+			advise_until(&job->adv, &job->advised, done + n, &job->sf[1],
+						 job_piece(job));
+		else if (advise)
 			advise_until(&job->adv, &job->advised, done + n + window,
-						 &job->sf[1]);
+						 &job->sf[1], piece);
 
 		if (job->mode == WC_MODE_BUFFER)
 		{
-			BlockNumber loaded = load_buffers(job, block, n);
-
-			in_buffers += loaded;
-			done += loaded;
-			cursor_advance(&job->cur, loaded);
-			if (loaded < n)
-			{
-				/* Out of free buffers: the rest goes to the OS cache. */
-				pacer->buffers_full = true;
-				job->mode = WC_MODE_READ;
-			}
-			continue;
+			warmed = load_buffers(job, block, n);
+			in_buffers += warmed;
 		}
-
-		if (job->mode == WC_MODE_READ && !read_os(job, block, n))
-			break;				/* the relation shrank under us */
-		os_only += n;
-		done += n;
-		cursor_advance(&job->cur, n);
+		else
+		{
+			warmed = n;
+			if (job->mode == WC_MODE_READ && !read_os(job, block, n))
+				break;			/* the relation shrank under us */
+			os_only += n;
+		}
+		done += warmed;
+		cursor_advance(&job->cur, warmed);
+		if (measure)
+		{
+			/* Advice no longer issued is skipped over, not caught up. */
+			if (!advise && job->advised < done)
+			{
+				job->adv = job->cur;
+				job->advised = done;
+			}
+			advice_account(advice, warmed, elapsed_us(start),
+						   job->advised - done, window);
+		}
+		if (warmed < n)
+		{
+			/* Out of free buffers: the rest goes to the OS cache. */
+			pacer->buffers_full = true;
+			job->mode = WC_MODE_READ;
+		}
 	}
-	if (pacer && (in_buffers > 0 || os_only > 0))
+	if (pacer && pacer->pace && (in_buffers > 0 || os_only > 0))
 		pacer->pace(pacer, in_buffers, os_only);
 	return done;
 }
@@ -436,6 +694,9 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	job.mode = (pacer && pacer->buffers_full && mode == WC_MODE_BUFFER) ?
 		WC_MODE_READ : mode;
 	job.pacer = pacer;
+	job.use_stream = WC_HAVE_READ_STREAM && job.mode == WC_MODE_BUFFER &&
+		!(pacer && pacer->no_evict);
+	job.advice = pacer ? &pacer->advice : &job.local_advice;
 	job.cur.ranges = job.adv.ranges = ranges;
 	job.cur.nranges = job.adv.nranges = nranges;
 	cursor_advance(&job.cur, 0);	/* skip empty ranges */

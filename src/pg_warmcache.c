@@ -39,6 +39,7 @@
 
 #include "autowarm.h"
 #include "dumpfile.h"
+#include "parallel_warm.h"
 #include "pg_warmcache.h"
 
 WC_MODULE_MAGIC;
@@ -62,6 +63,9 @@ int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = true;
 int			wc_sort_chunk = 1024 * 1024;
 bool		wc_dump_os_cache = true;
+int			wc_max_warm_workers = 2;
+int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
+int			wc_warm_worker_delay = 0;
 
 static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
@@ -141,6 +145,32 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.max_warm_workers",
+							"Background workers that warm() and warm_table() may start for one relation.",
+							"0 warms in the calling process only.  Takes effect only with the library preloaded.",
+							&wc_max_warm_workers,
+							2, 0, WC_MAX_WARM_WORKERS,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.min_parallel_warm_size",
+							"Smallest relation fork that warm() and warm_table() split among workers.",
+							NULL,
+							&wc_min_parallel_warm_size,
+							64 * 1024 * 1024 / BLCKSZ, 0, INT_MAX / 3,
+							PGC_USERSET,
+							GUC_UNIT_BLOCKS,
+							NULL, NULL, NULL);
+
+	/* For tests of parallel warming: every process takes its time. */
+	DefineCustomIntVariable("pg_warmcache.warm_worker_delay",
+							"Time each process of a parallel warm waits before each stripe.",
+							NULL,
+							&wc_warm_worker_delay,
+							0, 0, 60000,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 	/* For tests of the merge: chunks smaller than shared_buffers. */
 	DefineCustomIntVariable("pg_warmcache.sort_chunk",

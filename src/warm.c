@@ -7,8 +7,10 @@
  * warm_table() warms a table with everything a query on it reads: its
  * forks, its indexes, its TOAST table and TOAST index, and for a
  * partitioned table all partitions.  Both check SELECT on the table (for
- * an index, on its table, as pg_prewarm does since 18.1) and hand the
- * blocks to the warming engine (engine.c) at full speed.
+ * an index, on its table, as pg_prewarm does since 18.1) and hand each
+ * relation fork to parallel_warm.c, which warms it with background workers
+ * where that pays, else alone through the warming engine (engine.c), at
+ * full speed.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -33,6 +35,7 @@
 #include "utils/rel.h"
 
 #include "engine.h"
+#include "parallel_warm.h"
 
 PG_FUNCTION_INFO_V1(warm);
 PG_FUNCTION_INFO_V1(warm_table);
@@ -114,7 +117,7 @@ warm_fork(Relation rel, ForkNumber fork, WarmMode mode)
 		return 0;
 	r.start = 0;
 	r.count = RelationGetNumberOfBlocksInFork(rel, fork);
-	return wc_warm_ranges(rel, fork, mode, &r, 1, NULL);
+	return wc_warm_range(rel, fork, mode, &r);
 }
 
 #define ARG_NOT_NULL(n, what) \
@@ -197,7 +200,7 @@ warm(PG_FUNCTION_ARGS)
 	{
 		r.start = (BlockNumber) first_block;
 		r.count = (BlockNumber) (last_block - first_block + 1);
-		done = wc_warm_ranges(rel, fork, mode, &r, 1, NULL);
+		done = wc_warm_range(rel, fork, mode, &r);
 	}
 
 	close_for_warming(rel, privOid);

@@ -1,0 +1,415 @@
+/*-------------------------------------------------------------------------
+ *
+ * parallel_warm.c
+ *		Warming one large relation fork with dynamic background workers.
+ *
+ * Copying pages from the OS cache into shared buffers is CPU work, and a
+ * single process does it at one core's speed.  With the library preloaded,
+ * warm() and warm_table() split a relation fork of at least
+ * pg_warmcache.min_parallel_warm_size into stripes (as the restore splits a
+ * database) and warm it with up to pg_warmcache.max_warm_workers dynamic
+ * background workers and the caller, each claiming the next stripe from a
+ * counter in a dynamic shared memory segment.  Without preloading, without
+ * free worker slots, for a small relation, for the caller's own temporary
+ * tables (local buffers), for storage created in the caller's transaction
+ * (which other processes cannot see yet), in mode prefetch (the advice is
+ * the work and costs little) and inside a parallel query, the caller warms
+ * alone, as before; never an error.
+ *
+ * The result is the single process's: the caller checked privileges and
+ * holds its locks; the workers count the blocks of the stripes they
+ * finished, and whatever stripe a worker did not finish (it failed, or
+ * could not open the relation) the caller warms again at the end, so an
+ * error in a stripe reaches the caller as it would have alone.
+ *
+ * Locking: the caller holds AccessShareLock while the workers open the
+ * relation.  Were an AccessExclusiveLock request queued in between, a
+ * worker waiting behind it would wait for the caller, who waits for the
+ * worker: a deadlock that no detector sees.  So the caller becomes a lock
+ * group leader and the workers join its group before taking any lock, as
+ * parallel query does; members of a group go ahead of such a waiter.
+ *
+ * Interrupts: workers check for interrupts in the engine's loop and end
+ * with the postmaster.  If the caller fails or is cancelled, an error
+ * cleanup callback terminates its workers.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/parallel_warm.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/pmsignal.h"
+#include "storage/proc.h"
+#include "storage/smgr.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/wait_event.h"
+
+#include "compat.h"
+#include "parallel_warm.h"
+#include "pg_warmcache.h"
+
+/* Stripes: at most this many blocks, at least WC_MIN_WARM_STRIPE. */
+#define WC_WARM_STRIPE		4096
+#define WC_MIN_WARM_STRIPE	64
+
+/* Stripe states. */
+#define STRIPE_FREE		0
+#define STRIPE_CLAIMED	1
+#define STRIPE_DONE		2
+
+/* One stripe: its state, and once done, the blocks warmed. */
+typedef struct WarmStripe
+{
+	pg_atomic_uint32 state;		/* STRIPE_* */
+	uint64		warmed;			/* written before state becomes done */
+} WarmStripe;
+
+/* What the caller and its workers share, in a DSM segment. */
+typedef struct ParallelWarm
+{
+	Oid			db;
+	Oid			relid;
+	RelFileNumber relnumber;	/* the storage the caller sees */
+	ForkNumber	fork;
+	WarmMode	mode;
+	int			window;			/* the caller's look-ahead */
+	int			io_concurrency; /* the caller's maintenance_io_concurrency */
+	int			delay_ms;		/* pg_warmcache.warm_worker_delay */
+	PGPROC	   *leader;
+	int			leader_pid;
+	BlockNumber start;			/* of the range */
+	BlockNumber count;
+	BlockNumber stripe_blocks;
+	uint32		nstripes;
+	pg_atomic_uint32 next_stripe;	/* the next one to claim */
+	WarmStripe	stripe[FLEXIBLE_ARRAY_MEMBER];
+} ParallelWarm;
+
+/* The caller's side, for the error cleanup. */
+typedef struct WarmLeader
+{
+	int			nworkers;
+	BackgroundWorkerHandle *handles[WC_MAX_WARM_WORKERS];
+} WarmLeader;
+
+/*
+ * How many workers to ask for: none unless the library is preloaded and
+ * the relation fork is large enough and visible to other processes.
+ */
+static int
+planned_workers(Relation rel, WarmMode mode, BlockNumber count)
+{
+	if (wc_shared == NULL || wc_max_warm_workers <= 0 ||
+		mode == WC_MODE_PREFETCH ||
+		count < (BlockNumber) Max(wc_min_parallel_warm_size, 2 * WC_MIN_WARM_STRIPE) ||
+		RelationUsesLocalBuffers(rel) || wc_rel_storage_is_new(rel) ||
+		IsInParallelMode() || !IsUnderPostmaster ||
+		(MyProc->lockGroupLeader != NULL && MyProc->lockGroupLeader != MyProc))
+		return 0;
+	return Min(wc_max_warm_workers,
+			   (int) (count / WC_MIN_WARM_STRIPE) - 1);
+}
+
+/* Blocks of stripe i. */
+static WarmRange
+stripe_range(const ParallelWarm *pw, uint32 i)
+{
+	WarmRange	r;
+	BlockNumber off = i * pw->stripe_blocks;
+
+	r.start = pw->start + off;
+	r.count = Min(pw->stripe_blocks, pw->count - off);
+	return r;
+}
+
+/* Claim the next free stripe; false if none is left. */
+static bool
+claim_stripe(ParallelWarm *pw, uint32 *i)
+{
+	uint32		n = pg_atomic_fetch_add_u32(&pw->next_stripe, 1);
+
+	if (n >= pw->nstripes)
+		return false;
+	pg_atomic_write_u32(&pw->stripe[n].state, STRIPE_CLAIMED);
+	*i = n;
+	return true;
+}
+
+/*
+ * pg_warmcache.warm_worker_delay, for tests: every process of a parallel
+ * warm waits this long before each stripe, so that all take part.
+ */
+static void
+stripe_delay(const ParallelWarm *pw)
+{
+	if (pw->delay_ms <= 0)
+		return;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 pw->delay_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Record a stripe as done, with the blocks it warmed. */
+static void
+finish_stripe(ParallelWarm *pw, uint32 i, uint64 warmed)
+{
+	pw->stripe[i].warmed = warmed;
+	pg_write_barrier();
+	pg_atomic_write_u32(&pw->stripe[i].state, STRIPE_DONE);
+}
+
+static bool
+launch_worker(dsm_segment *seg, Oid relid, BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strcpy(worker.bgw_library_name, "pg_warmcache");
+	strcpy(worker.bgw_function_name, "pg_warmcache_warm_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN,
+			 "pg_warmcache warm of relation %u for PID %d", relid, MyProcPid);
+	strcpy(worker.bgw_type, "pg_warmcache warm");
+	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	worker.bgw_notify_pid = MyProcPid;
+	return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+/* The caller failed or was cancelled: its workers stop too. */
+static void
+terminate_workers(int code, Datum arg)
+{
+	WarmLeader *leader = (WarmLeader *) DatumGetPointer(arg);
+	int			i;
+
+	for (i = 0; i < leader->nworkers; i++)
+		if (leader->handles[i] != NULL)
+			TerminateBackgroundWorker(leader->handles[i]);
+}
+
+/*
+ * Warm the fork with the workers: the caller takes stripes too, then waits
+ * for the workers and warms what they left.
+ */
+static uint64
+warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
+{
+	WarmPacer	pacer;
+	uint64		done = 0;
+	uint32		mine = 0;
+	uint32		again = 0;
+	uint32		i;
+
+	memset(&pacer, 0, sizeof(pacer));
+	pacer.window = pw->window;
+
+	while (claim_stripe(pw, &i))
+	{
+		WarmRange	r = stripe_range(pw, i);
+
+		stripe_delay(pw);
+		mine++;
+		finish_stripe(pw, i, wc_warm_ranges(rel, pw->fork, pw->mode, &r, 1,
+											&pacer));
+	}
+
+	for (i = 0; i < (uint32) leader->nworkers; i++)
+		(void) WaitForBackgroundWorkerShutdown(leader->handles[i]);
+
+	/*
+	 * All workers have ended.  What one claimed and did not finish, the
+	 * caller warms now: an error there is the caller's, as if alone.
+	 */
+	for (i = 0; i < pw->nstripes; i++)
+	{
+		if (pg_atomic_read_u32(&pw->stripe[i].state) != STRIPE_DONE)
+		{
+			WarmRange	r = stripe_range(pw, i);
+
+			elog(DEBUG1, "pg_warmcache: warming stripe %u of \"%s\" again",
+				 i, RelationGetRelationName(rel));
+			again++;
+			finish_stripe(pw, i, wc_warm_ranges(rel, pw->fork, pw->mode, &r, 1,
+												&pacer));
+		}
+		done += pw->stripe[i].warmed;
+	}
+	elog(DEBUG1, "pg_warmcache: the workers warmed %u of %u stripes",
+		 pw->nstripes - mine - again, pw->nstripes);
+	return done;
+}
+
+/*
+ * Warm a range of one relation fork, with workers where that pays and is
+ * possible, else alone.  The caller holds a lock on rel and has checked the
+ * range and its privileges.  Returns the blocks warmed.
+ */
+uint64
+wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
+			  const WarmRange *range)
+{
+	int			planned = planned_workers(rel, mode, range->count);
+	int			nprocs;
+	BlockNumber stripe_blocks;
+	uint32		nstripes;
+	Size		size;
+	dsm_segment *seg;
+	ParallelWarm *pw;
+	WarmLeader	leader;
+	uint64		done = 0;
+	uint32		i;
+
+	if (planned == 0)
+		return wc_warm_ranges(rel, fork, mode, range, 1, NULL);
+
+	/* Some four stripes per process, within the bounds. */
+	nprocs = planned + 1;
+	stripe_blocks = range->count / (4 * nprocs);
+	stripe_blocks = Max(WC_MIN_WARM_STRIPE, Min(WC_WARM_STRIPE, stripe_blocks));
+	nstripes = (range->count + stripe_blocks - 1) / stripe_blocks;
+
+	size = add_size(offsetof(ParallelWarm, stripe),
+					mul_size(nstripes, sizeof(WarmStripe)));
+	seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+		return wc_warm_ranges(rel, fork, mode, range, 1, NULL);
+	pw = dsm_segment_address(seg);
+	memset(pw, 0, size);
+	pw->db = MyDatabaseId;
+	pw->relid = RelationGetRelid(rel);
+	pw->relnumber = wc_rel_filenumber(rel);
+	pw->fork = fork;
+	pw->mode = mode;
+	pw->window = wc_default_window();
+	pw->io_concurrency = maintenance_io_concurrency;
+	pw->delay_ms = wc_warm_worker_delay;
+	pw->leader = MyProc;
+	pw->leader_pid = MyProcPid;
+	pw->start = range->start;
+	pw->count = range->count;
+	pw->stripe_blocks = stripe_blocks;
+	pw->nstripes = nstripes;
+	pg_atomic_init_u32(&pw->next_stripe, 0);
+	for (i = 0; i < nstripes; i++)
+		pg_atomic_init_u32(&pw->stripe[i].state, STRIPE_FREE);
+
+	/* Before any worker can try to join the group. */
+	BecomeLockGroupLeader();
+
+	memset(&leader, 0, sizeof(leader));
+	PG_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
+	{
+		while (leader.nworkers < planned &&
+			   launch_worker(seg, pw->relid, &leader.handles[leader.nworkers]))
+			leader.nworkers++;
+
+		elog(DEBUG1, "pg_warmcache: warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
+			 range->count, RelationGetRelationName(rel), nstripes,
+			 leader.nworkers, planned);
+
+		if (leader.nworkers == 0)
+			done = wc_warm_ranges(rel, fork, mode, range, 1, NULL);
+		else
+			done = warm_with_workers(rel, pw, &leader);
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
+
+	for (i = 0; i < (uint32) leader.nworkers; i++)
+		pfree(leader.handles[i]);
+	dsm_detach(seg);
+	return done;
+}
+
+/* Pacer of a warm worker: it goes when the postmaster goes. */
+static void
+pace_worker(WarmPacer *pacer, uint64 in_buffers, uint64 os_only)
+{
+	if (!PostmasterIsAlive())
+		proc_exit(1);
+}
+
+/*
+ * Entry point of a warm worker; arg is the handle of the caller's DSM
+ * segment.
+ */
+void
+pg_warmcache_warm_main(Datum arg)
+{
+	dsm_segment *seg;
+	ParallelWarm *pw;
+	Relation	rel;
+	WarmPacer	pacer;
+	uint32		i;
+	char		value[16];
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* The caller may be done already: then there is nothing to do. */
+	seg = dsm_attach(DatumGetUInt32(arg));
+	if (seg == NULL)
+		proc_exit(0);
+	pw = dsm_segment_address(seg);
+
+	/* Join the caller's lock group before taking any lock. */
+	if (!BecomeLockGroupMember(pw->leader, pw->leader_pid))
+		proc_exit(0);
+
+	BackgroundWorkerInitializeConnectionByOid(pw->db, InvalidOid,
+											  BGWORKER_BYPASS_ALLOWCONN);
+	snprintf(value, sizeof(value), "%d", pw->io_concurrency);
+	SetConfigOption("maintenance_io_concurrency", value, PGC_USERSET,
+					PGC_S_SESSION);
+
+	StartTransactionCommand();
+	rel = try_relation_open(pw->relid, AccessShareLock);
+
+	/* Not the caller's storage: leave all to the caller. */
+	if (rel == NULL || wc_rel_filenumber(rel) != pw->relnumber ||
+		!smgrexists(RelationGetSmgr(rel), pw->fork))
+	{
+		if (rel != NULL)
+			relation_close(rel, AccessShareLock);
+		CommitTransactionCommand();
+		proc_exit(0);
+	}
+
+	memset(&pacer, 0, sizeof(pacer));
+	pacer.pace = pace_worker;
+	pacer.window = pw->window;
+	while (claim_stripe(pw, &i))
+	{
+		WarmRange	r = stripe_range(pw, i);
+		char		activity[64];
+
+		snprintf(activity, sizeof(activity), "warming stripe %u of relation %u",
+				 i, pw->relid);
+		pgstat_report_activity(STATE_RUNNING, activity);
+		stripe_delay(pw);
+		finish_stripe(pw, i, wc_warm_ranges(rel, pw->fork, pw->mode, &r, 1,
+											&pacer));
+	}
+
+	relation_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	dsm_detach(seg);
+	proc_exit(0);
+}
