@@ -139,7 +139,9 @@ auto_dump(bool shutdown)
 }
 
 /*
- * Entry point of the autowarm worker.
+ * Entry point of the autowarm worker.  Its loop reads as one list of what
+ * the worker may have to do next (a restore, a dump, a wait), which is why
+ * it is not cut up.
  */
 void
 pg_warmcache_main(Datum arg)

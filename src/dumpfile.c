@@ -517,7 +517,8 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 
 /*
  * Check the dump file from end to end.  On WC_FILE_BAD, *problem says what is
- * wrong in words for a log line.
+ * wrong in words for a log line.  The checks are one list, in the order of
+ * the file's bytes; that is its length.
  */
 DumpFileStatus
 wc_check_file(WarmFileHeader *hdr, char **problem)

@@ -579,7 +579,9 @@ elapsed_us(instr_time start)
 
 /*
  * The loop of wc_warm_ranges(): chunk by chunk, advise ahead where advice
- * pays, then warm the chunk.  Returns the blocks warmed.
+ * pays, then warm the chunk.  Returns the blocks warmed.  One chunk's steps
+ * in order (pace, measure, advise, warm); cut up, the order of the steps,
+ * which is the point, would no longer be seen at once.
  */
 static uint64
 warm_loop(WarmJob *job)

@@ -260,7 +260,9 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 /*
  * Warm a range of one relation fork, with workers where that pays and is
  * possible, else alone.  The caller holds a lock on rel and has checked the
- * range and its privileges.  Returns the blocks warmed.
+ * range and its privileges.  Returns the blocks warmed.  Its length is the
+ * life of one parallel warm in order: decide, set up, launch, work, wait,
+ * redo what a worker left, clean up.
  */
 uint64
 wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
@@ -348,7 +350,8 @@ pace_worker(WarmPacer *pacer, uint64 in_buffers, uint64 os_only)
 
 /*
  * Entry point of a warm worker; arg is the handle of the caller's DSM
- * segment.
+ * segment.  Joining the caller's lock group, connecting and opening the
+ * relation must happen in this order, which is why it is one function.
  */
 void
 pg_warmcache_warm_main(Datum arg)

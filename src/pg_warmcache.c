@@ -435,7 +435,8 @@ ts_or_null(TimestampTz t, bool *isnull)
 /*
  * warmcache_status(): one row describing the worker, the last dump and the
  * current or last restore.  The 1.0 version of the SQL function has the
- * first 16 columns only; the row is cut to what the caller's has.
+ * first 16 columns only; the row is cut to what the caller's has.  The body
+ * is one value per column, in column order, so it grows with the columns.
  */
 Datum
 warmcache_status(PG_FUNCTION_ARGS)

@@ -130,7 +130,8 @@ warm_fork(Relation rel, ForkNumber fork, WarmMode mode)
 
 /*
  * warm(relation, mode, fork, first_block, last_block): pg_prewarm()'s
- * arguments and meaning, with a look-ahead that keeps the disk busy.
+ * arguments and meaning, with a look-ahead that keeps the disk busy.  Most
+ * of it is pg_prewarm()'s checks, one after the other, each with its error.
  */
 Datum
 warm(PG_FUNCTION_ARGS)
