@@ -139,23 +139,6 @@ pgbench_run() {
 		-T "$secs" "${extra[@]}" bench >"$f" 2>&1 || say "WARNING: pgbench failed, see $f"
 }
 
-method_conf() {
-	case "$1" in
-	none) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
-	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
-	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\n'"${WARMCACHE_CONF:-}" ;;
-	esac
-}
-
-# The log line a method's restore ends with.
-restore_re() {
-	case "$1" in
-	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache) echo 'pg_warmcache: restore (finished|stopped|incomplete)' ;;
-	*) echo '' ;;
-	esac
-}
-
 # wait_restore METHOD LOG SECONDS: until the restore's log line, at most SECONDS.
 wait_restore() {
 	local re i
@@ -194,9 +177,7 @@ prepare() {
 	pg_stop
 	run_conf ""
 	pg_start "$CLDIR/logs/prep-$w.log"
-	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
-	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
-	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	prewarm_all
 	pgbench_run "$w" $((PREP_SECONDS + STEADY_SECONDS)) "$out/raw/$key-$w-steady.pgbench"
 	n_apw=$(sql "select autoprewarm_dump_now()")
 	n_wc=$(sql "select warmcache_dump_now()")
@@ -219,9 +200,7 @@ steady_after() {
 	pg_stop
 	run_conf ""
 	pg_start "$CLDIR/logs/steady2-$w.log"
-	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
-	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
-	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	prewarm_all
 	pgbench_run "$w" "$STEADY_SECONDS" "$out/raw/$key-$w-steady2.pgbench"
 	pg_stop
 }
