@@ -261,6 +261,15 @@ for key in keys:
                              for r in runs[method]]
                     p(f"| {method} | " + " | ".join(cells) + f" | {cell(worst)} | "
                       f"{cell([ratios(r, 1, WIN_END) for r in runs[method]])} |")
+                    # The same from the medians over repetitions of each side:
+                    # less moved by one repetition that other work disturbed.
+                    mr = []
+                    for a, b in wins + [(1, WIN_END)]:
+                        x = med([wmean(r["series"], a, b) for r in runs[method]])
+                        y = med([wmean(r["series"], a, b) for r in runs["none"]])
+                        mr.append(x / y if x is not None and y else None)
+                    p(f"| {method}, ratio of medians | " + " | ".join(fmt(x) for x in mr[:-1])
+                      + f" | {fmt(min([x for x in mr[:-1] if x is not None], default=None))} | {fmt(mr[-1])} |")
             p("")
             p("Restore time under this workload against the idle restore (median of the idle runs):")
             p("")
