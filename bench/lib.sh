@@ -267,6 +267,34 @@ run_conf() {
 	chown "$PG_USER:" "$PGDATA/bench_run.conf"
 }
 
+# method_conf METHOD: the warm-up method's settings for the next start
+# (none, autoprewarm or warmcache; WARMCACHE_CONF and AUTOPREWARM_CONF add
+# lines of their own).
+method_conf() {
+	case "$1" in
+	none) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
+	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
+	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\n'"${WARMCACHE_CONF:-}" ;;
+	esac
+}
+
+# restore_re METHOD: the log line a method's restore ends with (none: empty).
+restore_re() {
+	case "$1" in
+	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
+	warmcache) echo 'pg_warmcache: restore (finished|stopped|incomplete)' ;;
+	*) echo '' ;;
+	esac
+}
+
+# prewarm_all: every relation fork of the current database ($DB, default
+# bench) into shared buffers.
+prewarm_all() {
+	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
+	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
+	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+}
+
 # ensure_db: reuse the cluster's pgbench database if it was made with
 # this scale by this major, else build it: initdb, pgbench -i -s SCALE,
 # CREATE EXTENSION pg_prewarm, pg_warmcache.

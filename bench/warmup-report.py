@@ -23,11 +23,13 @@ out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
 METHODS = ["none", "autoprewarm", "warmcache"]
+WORKLOADS = ["uniform", "hot", "hot-start"]
+WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
 LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
-WC = re.compile(r"pg_warmcache: restore (finished|stopped): restored (\d+) of (\d+) blocks "
+WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 
 
@@ -135,7 +137,15 @@ for key in keys:
     if km.get("so_changed"):
         p(f"\nWARNING: the pg_warmcache library changed during the run: {km['so_changed']}")
 
-    for w in ["uniform", "hot"]:
+    idle_secs = {}
+    for method in METHODS:
+        secs = []
+        for f in glob.glob(os.path.join(raw, f"{key}-idle-{method}*.meta")):
+            ri = restore_info(f[:-5] + ".log", method)
+            if ri["done"] and ri["ready"]:
+                secs.append(ri["done"] - ri["ready"])
+        idle_secs[method] = med(secs)
+    for w in WORKLOADS:
         sm = meta(os.path.join(raw, f"{key}-{w}-steady.meta"))
         if not sm:
             continue
@@ -212,6 +222,66 @@ for key in keys:
             p("")
             p("pg_warmcache's own log: " + "; ".join(notes) + ".")
 
+        # Against no warm-up, repetition by repetition (rep r of each method
+        # ran back to back): TPS in 5-second windows from the third second,
+        # and the mean over the first 30 s.
+        if "none" in runs:
+            base = {r["rep"]: r for r in runs["none"]}
+            wins = [(a, min(a + WIN_LEN - 1, WIN_END)) for a in range(WIN_FROM, WIN_END + 1, WIN_LEN)]
+
+            def wmean(series, a, b):
+                xs = [t for sec, t in series if a <= sec <= b]
+                return sum(xs) / len(xs) if xs else None
+
+            def ratios(r, a, b):
+                n = base.get(r["rep"])
+                if not n:
+                    return None
+                x, y = wmean(r["series"], a, b), wmean(n["series"], a, b)
+                return x / y if x is not None and y else None
+
+            def cell(xs):
+                xs = [x for x in xs if x is not None]
+                if not xs:
+                    return "-"
+                return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})"
+
+            others = [m for m in order if m != "none"]
+            if others:
+                p("")
+                p("Against no warm-up (TPS of the method / TPS of `none` in the same repetition; "
+                  "median over repetitions, min-max in brackets), per window of seconds since ready, "
+                  f"and the mean of seconds 1-{WIN_END}:")
+                p("")
+                p("| method | " + " | ".join(f"{a}-{b} s" for a, b in wins) + f" | worst window | 1-{WIN_END} s |")
+                p("|---|" + "---:|" * (len(wins) + 2))
+                for method in others:
+                    cells = [cell([ratios(r, a, b) for r in runs[method]]) for a, b in wins]
+                    worst = [min([x for x in (ratios(r, a, b) for a, b in wins) if x is not None], default=None)
+                             for r in runs[method]]
+                    p(f"| {method} | " + " | ".join(cells) + f" | {cell(worst)} | "
+                      f"{cell([ratios(r, 1, WIN_END) for r in runs[method]])} |")
+                    # The same from the medians over repetitions of each side:
+                    # less moved by one repetition that other work disturbed.
+                    mr = []
+                    for a, b in wins + [(1, WIN_END)]:
+                        x = med([wmean(r["series"], a, b) for r in runs[method]])
+                        y = med([wmean(r["series"], a, b) for r in runs["none"]])
+                        mr.append(x / y if x is not None and y else None)
+                    p(f"| {method}, ratio of medians | " + " | ".join(fmt(x) for x in mr[:-1])
+                      + f" | {fmt(min([x for x in mr[:-1] if x is not None], default=None))} | {fmt(mr[-1])} |")
+            p("")
+            p("Restore time under this workload against the idle restore (median of the idle runs):")
+            p("")
+            p("| method | restore with the workload (s), median (min-max) | idle restore (s) | ratio |")
+            p("|---|---:|---:|---:|")
+            for method in others:
+                rs = [r["rs"] for r in runs[method] if r["rs"] is not None]
+                idl = idle_secs.get(method)
+                rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"
+                ratio = fmt(statistics.median(rs) / idl) if rs and idl else "-"
+                p(f"| {method} | {rtxt} | {fmt(idl, '.1f')} | {ratio} |")
+
         # the plot: median TPS per second over repetitions
         pdir = os.path.join(out, "plotdata")
         os.makedirs(pdir, exist_ok=True)
@@ -253,23 +323,26 @@ for key in keys:
 
     # idle restore
     idle = []
+    idle_meta = None
     for method in METHODS:
-        f = os.path.join(raw, f"{key}-idle-{method}.meta")
-        if not os.path.exists(f):
-            continue
-        im = meta(f)
-        ri = restore_info(f[:-5] + ".log", method)
-        launch = float(im["launch"])
-        since_start = ri["done"] - launch if ri["done"] else None
-        since_ready = ri["done"] - ri["ready"] if ri["done"] and ri["ready"] else None
-        rate = ri["blocks"] * blcksz / 1048576 / since_ready if since_ready and ri["blocks"] is not None else None
-        idle.append((method, ri, since_start, since_ready, rate))
-        summary.append([pgv, disk, "idle", method, 1, None, None, None, None, since_ready,
-                        ri["blocks"], ri["total"], rate, float(im["ready"]) - launch, ri["note"]])
+        fs = sorted(glob.glob(os.path.join(raw, f"{key}-idle-{method}.meta"))
+                    + glob.glob(os.path.join(raw, f"{key}-idle-{method}-r*.meta")))
+        for f in fs:
+            im = meta(f)
+            idle_meta = idle_meta or im
+            mr = re.search(r"-r(\d+)\.meta$", f)
+            ri = restore_info(f[:-5] + ".log", method)
+            launch = float(im["launch"])
+            since_start = ri["done"] - launch if ri["done"] else None
+            since_ready = ri["done"] - ri["ready"] if ri["done"] and ri["ready"] else None
+            rate = ri["blocks"] * blcksz / 1048576 / since_ready if since_ready and ri["blocks"] is not None else None
+            idle.append((method, ri, since_start, since_ready, rate))
+            summary.append([pgv, disk, "idle", method, int(mr.group(1)) if mr else 1, None, None, None, None,
+                            since_ready, ri["blocks"], ri["total"], rate, float(im["ready"]) - launch, ri["note"]])
     if idle:
         p("")
         p(f"### {pgv.upper()}, {disk} disk: idle restore (no clients, dumps of workload "
-          f"{meta(os.path.join(raw, f'{key}-idle-{idle[0][0]}.meta')).get('dumps', '?')})")
+          f"{idle_meta.get('dumps', '?')})")
         p("")
         p("| method | restored blocks | done after pg_ctl start (s) | done after ready (s) | MB/s | % of dd |")
         p("|---|---:|---:|---:|---:|---:|")

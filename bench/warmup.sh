@@ -2,13 +2,15 @@
 # The warm-up curve after a restart: no warm-up vs contrib autoprewarm vs
 # pg_warmcache, on the same saved block list.
 #
-#   bench/warmup.sh [--pg 15|18] [--disk local|capped] [--workload uniform|hot|both]
+#   bench/warmup.sh [--pg 15|18] [--disk local|capped]
+#                   [--workload uniform|hot|hot-start|both|all]
 #                   [--methods none,autoprewarm,warmcache] [--seconds 60]
 #                   [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #
 # --pg and --disk also take lists (--pg 15,18 --disk local,capped); defaults:
-# --pg 15 --disk capped --workload both, all three methods, 60 s, scale 100,
-# one repetition (with more, methods rotate order and medians are reported).
+# --pg 15 --disk capped --workload both (uniform and hot; all: the three;
+# --workload also takes a list), all three methods, 60 s, scale 100, one
+# repetition (with more, methods rotate order and medians are reported).
 #
 # Per (pg, disk): builds and installs pg_warmcache from this repository,
 # builds (or reuses) a pgbench database (shared_buffers = 4GB, pg_warmcache
@@ -30,12 +32,18 @@
 # drop the OS cache, start, and the moment the server accepts connections run
 #   pgbench -n -S -M prepared -c 2 -j 2 -P 1 -T SECONDS          (uniform)
 #   the same with -f hot.sql -s SCALE                            (hot)
+#   the same with -f hot-start.sql -s SCALE                      (hot-start)
 # where hot.sql picks aid = n - random_exponential(0, n - 1, 20), n = 100000 * scale:
-# the newest rows, at the end of the table, are hot.  After pgbench the
-# script waits up to RESTORE_WAIT (60) s for the restore's log line.
+# the newest rows, at the end of the table, are hot; hot-start.sql picks
+# aid = random(1, n / 100): a hot set of 1% of the table at its start, which
+# the queries themselves cache within a second, so that the rest of the
+# run is CPU-bound and shows what a restore that goes on costs them.  After
+# pgbench the script waits up to RESTORE_WAIT (60) s for the restore's log
+# line.
 #
 # Idle restore, per (pg, disk): the same cold start with no clients, for
-# autoprewarm and warmcache, until the restore's log line (IDLE_WAIT, 600 s).
+# autoprewarm and warmcache, until the restore's log line (IDLE_WAIT, 600 s),
+# from the dumps of the first workload; IDLE_REPS times (1), alternating.
 #
 # Output in bench/out/<timestamp>/ (OUT_DIR overrides): results.md (also
 # printed: t90, mean TPS of the first 30/60 s over steady, restore time and
@@ -44,7 +52,7 @@
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
 #
-# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, and
+# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS, and
 # WARMCACHE_CONF / AUTOPREWARM_CONF: extra settings for that method's runs
 # (e.g. WARMCACHE_CONF='pg_warmcache.max_restore_rate = 60'); bench/lib.sh
 # lists the rest.  A default run takes about 11 min per (pg, disk) at scale
@@ -79,17 +87,19 @@ PREP_SECONDS=${PREP_SECONDS:-30}
 STEADY_SECONDS=${STEADY_SECONDS:-20}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
 IDLE_WAIT=${IDLE_WAIT:-600}
-for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT; do
+IDLE_REPS=${IDLE_REPS:-1}
+for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
 done
 ((reps >= 1 && seconds >= 1 && STEADY_SECONDS >= 1)) || die "--reps, --seconds and STEADY_SECONDS must be >= 1"
 case "$workload" in
 both) workloads=(uniform hot) ;;
-uniform | hot) workloads=("$workload") ;;
+all) workloads=(uniform hot hot-start) ;;
+uniform | hot | hot-start) workloads=("$workload") ;;
 *) IFS=, read -r -a workloads <<<"$workload" ;;
 esac
 for w in "${workloads[@]}"; do
-	case "$w" in uniform | hot) ;; *) die "unknown workload $w" ;; esac
+	case "$w" in uniform | hot | hot-start) ;; *) die "unknown workload $w" ;; esac
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
@@ -105,10 +115,15 @@ cat >"$out/hot.sql" <<'EOF'
 \set aid :n - random_exponential(0, :n - 1, 20)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 EOF
+cat >"$out/hot-start.sql" <<'EOF'
+\set n 100000 * :scale
+\set aid random(1, :n / 100)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "env=PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
@@ -117,26 +132,11 @@ EOF
 # pgbench_run WORKLOAD SECONDS OUTFILE: the clients, as the README says.
 pgbench_run() {
 	local w=$1 secs=$2 f=$3 extra=(-S)
-	[ "$w" = hot ] && extra=(-f "$out/hot.sql" -s "$SCALE")
+	case "$w" in
+	hot | hot-start) extra=(-f "$out/$w.sql" -s "$SCALE") ;;
+	esac
 	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -M prepared -c 2 -j 2 -P 1 \
 		-T "$secs" "${extra[@]}" bench >"$f" 2>&1 || say "WARNING: pgbench failed, see $f"
-}
-
-method_conf() {
-	case "$1" in
-	none) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
-	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
-	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\n'"${WARMCACHE_CONF:-}" ;;
-	esac
-}
-
-# The log line a method's restore ends with.
-restore_re() {
-	case "$1" in
-	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache) echo 'pg_warmcache: restore (finished|stopped)' ;;
-	*) echo '' ;;
-	esac
 }
 
 # wait_restore METHOD LOG SECONDS: until the restore's log line, at most SECONDS.
@@ -177,9 +177,7 @@ prepare() {
 	pg_stop
 	run_conf ""
 	pg_start "$CLDIR/logs/prep-$w.log"
-	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
-	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
-	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	prewarm_all
 	pgbench_run "$w" $((PREP_SECONDS + STEADY_SECONDS)) "$out/raw/$key-$w-steady.pgbench"
 	n_apw=$(sql "select autoprewarm_dump_now()")
 	n_wc=$(sql "select warmcache_dump_now()")
@@ -202,9 +200,7 @@ steady_after() {
 	pg_stop
 	run_conf ""
 	pg_start "$CLDIR/logs/steady2-$w.log"
-	sql "select sum(pg_prewarm(c.oid, 'buffer', f)) from pg_class c, unnest(array['main', 'fsm', 'vm']) f
-	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p'
-	       and pg_relation_size(c.oid, f) > 0" >/dev/null
+	prewarm_all
 	pgbench_run "$w" "$STEADY_SECONDS" "$out/raw/$key-$w-steady2.pgbench"
 	pg_stop
 }
@@ -226,10 +222,10 @@ one_run() {
 		"load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
 }
 
-# idle_run METHOD
+# idle_run METHOD KEY REP
 idle_run() {
-	local m=$1 key=$2 name t_done
-	name=$key-idle-$m
+	local m=$1 key=$2 rep=$3 name t_done
+	name=$key-idle-$m-r$rep
 	say "$name: cold start, no clients, until the restore ends"
 	cold_start "$m" "${workloads[0]}" "$CLDIR/logs/$name.log"
 	wait_restore "$m" "$CLDIR/logs/$name.log" "$IDLE_WAIT"
@@ -274,8 +270,12 @@ for pg in "${pglist[@]}"; do
 			steady_after "$w" "$key"
 		done
 		if [ $idle = 1 ]; then
-			for m in "${methodlist[@]}"; do
-				[ "$m" = none ] || idle_run "$m" "$key"
+			for ((rep = 1; rep <= IDLE_REPS; rep++)); do
+				nm=${#methodlist[@]}
+				for ((i = 0; i < nm; i++)); do
+					m=${methodlist[$(((i + rep - 1) % nm))]}
+					[ "$m" = none ] || idle_run "$m" "$key" "$rep"
+				done
 			done
 		fi
 		pg_stop
