@@ -22,6 +22,7 @@
 #   EXTRA_CONF     extra postgresql.conf lines for every server, e.g.
 #                  $'maintenance_io_concurrency = 32\nio_method = worker'
 #   SKIP_INSTALL=1 do not build and install pg_warmcache
+#   BENCH_LOCK     a lock file the scripts hold around each step (see locked)
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$BENCH_DIR/common.sh"
@@ -92,8 +93,9 @@ use_pg() {
 		tar -C "$REPO" --exclude-vcs --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 			--exclude=./tmp_check --exclude=./results --exclude=./log \
 			--exclude=./bench/out -cf - . | tar -C "$b" -xf -
-		make -s -C "$b" PG_CONFIG="$PG_CONFIG" install >"$b/build.log" 2>&1 ||
+		make -s -C "$b" PG_CONFIG="$PG_CONFIG" >"$b/build.log" 2>&1 ||
 			{ tail -30 "$b/build.log" >&2; die "building pg_warmcache failed"; }
+		install_ext || die "installing pg_warmcache failed (see $b/build.log)"
 		cp "$b/pg_warmcache.so" "$PRIVLIB/pg_warmcache.so.tmp"
 		mv "$PRIVLIB/pg_warmcache.so.tmp" "$PRIVLIB/pg_warmcache.so"
 	elif [ ! -f "$PRIVLIB/pg_warmcache.so" ]; then
@@ -101,6 +103,37 @@ use_pg() {
 	fi
 	SO_MD5=$(md5sum <"$PRIVLIB/pg_warmcache.so" | cut -c1-12)
 	SO_CHANGED=""
+}
+
+# install_ext [CMD...]: make install of the build copy into the server tree,
+# then CMD, both holding the lock test/run takes for that major: other
+# sessions install their own builds there, and CREATE EXTENSION must read
+# the SQL scripts of the build under measurement.
+install_ext() {
+	local b=$BENCH_BASE/build-$PG_MAJOR
+	[ -f "$b/pg_warmcache.so" ] || die "no build in $b: run without SKIP_INSTALL=1 once"
+	(
+		flock 7
+		make -s -C "$b" PG_CONFIG="$PG_CONFIG" install >>"$b/build.log" 2>&1
+		"$@"
+	) 7>>"/var/lock/pg_warmcache-test-$PG_MAJOR.lock"
+}
+
+# locked CMD...: CMD (a function too) holding the lock file BENCH_LOCK, when
+# set: a script that takes it around each step lets other benchmarks on the
+# machine run between its steps rather than during them.
+locked() {
+	local rc=0
+	[ -n "${BENCH_LOCK:-}" ] || { "$@"; return; }
+	say "waiting for $BENCH_LOCK"
+	exec 8>>"$BENCH_LOCK"
+	flock 8
+	"$@" || rc=$?
+	# Servers started meanwhile inherited the descriptor: unlock it
+	# explicitly, closing ours would not release the lock.
+	flock -u 8
+	exec 8>&-
+	return $rc
 }
 
 # The library the servers load must not change while we measure.
@@ -268,13 +301,14 @@ run_conf() {
 }
 
 # method_conf METHOD: the warm-up method's settings for the next start
-# (none, autoprewarm or warmcache; WARMCACHE_CONF and AUTOPREWARM_CONF add
-# lines of their own).
+# (none, autoprewarm, warmcache with the OS tier, or warmcache-buffers
+# without it; WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their own).
 method_conf() {
 	case "$1" in
 	none) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
 	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
-	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\n'"${WARMCACHE_CONF:-}" ;;
+	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${WARMCACHE_CONF:-}" ;;
+	warmcache-buffers) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = off\n'"${WARMCACHE_CONF:-}" ;;
 	esac
 }
 
@@ -282,7 +316,7 @@ method_conf() {
 restore_re() {
 	case "$1" in
 	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache) echo 'pg_warmcache: restore (finished|stopped|incomplete)' ;;
+	warmcache*) echo 'pg_warmcache: restore (finished|stopped|incomplete)' ;;
 	*) echo '' ;;
 	esac
 }
@@ -327,7 +361,7 @@ ensure_db() {
 	DB=postgres sql "create database bench"
 	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -i -q -s "$scale" bench >"$CLDIR/logs/pgbench-init.log" 2>&1 ||
 		{ tail "$CLDIR/logs/pgbench-init.log" >&2; die "pgbench -i failed"; }
-	sql "create extension pg_prewarm; create extension pg_warmcache"
+	install_ext sql "create extension pg_prewarm; create extension pg_warmcache"
 	# Through dynamic_library_path, i.e. the private copy the server preloaded.
 	sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'; checkpoint"
 	pg_stop

@@ -22,7 +22,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
@@ -73,7 +73,7 @@ def restore_info(logpath, method):
             m = APW.search(line)
             if m:
                 r.update(done=ts, blocks=int(m.group(1)), total=int(m.group(2)))
-        elif method == "warmcache":
+        elif method.startswith("warmcache"):
             m = WC.search(line)
             if m:
                 r.update(done=ts, blocks=int(m.group(2)), total=int(m.group(3)))
@@ -133,7 +133,8 @@ for key in keys:
     p("")
     p(f"Cold sequential read of the database files (dd bs=1M after drop_caches"
       + (", under the cap" if disk == "capped" else "") + f"): {fmt(ddrate, '.0f')} MB/s "
-      f"({int(km.get('dd_bytes', 0)) / 1048576:.0f} MB in {km.get('dd_seconds', '?')} s).")
+      f"({int(km.get('dd_bytes', 0)) / 1048576:.0f} MB in {km.get('dd_seconds', '?')} s), "
+      "the time a warm-up that needs every block cannot beat.")
     if km.get("so_changed"):
         p(f"\nWARNING: the pg_warmcache library changed during the run: {km['so_changed']}")
 
@@ -193,7 +194,10 @@ for key in keys:
           f"{fmt(steady2, '.0f')}; the higher counts.")
         p("")
         p(f"Saved state: {sm.get('autoprewarm_blocks', '?')} blocks (autoprewarm.blocks), "
-          f"{sm.get('warmcache_blocks', '?')} (pg_warmcache.blocks; by usage count: {sm.get('warmcache_ranks', '?')}).")
+          f"{sm.get('warmcache_buffers_blocks', '?')} (pg_warmcache.blocks with dump_os_cache = off), "
+          f"{sm.get('warmcache_blocks', '?')} (with dump_os_cache = on; by rank, os = the OS tier: "
+          f"{sm.get('warmcache_ranks', '?')}); shared_buffers {sm.get('shared_buffers', '?')}; the OS cache "
+          f"held {sm.get('os_resident', '?')} of the database files when the dumps were made.")
         p("")
         p("| method | t90 (s) | mean 30 s / steady | mean 60 s / steady | restore (s) | restored blocks | restore MB/s | reps (t90 each) | load avg at end |")
         p("|---|---:|---:|---:|---:|---:|---:|---|---|")
@@ -303,7 +307,8 @@ for key in keys:
         gp = "\n".join([
             "set terminal pngcairo size 1000,560 font ',10'",
             f"set output '{png}'",
-            f"set title '{km.get('version', pgv)}, {disk} disk, scale {km.get('scale', '?')}, workload {w}: TPS after a restart'",
+            f"set title '{km.get('version', pgv)}, {disk} disk, scale {km.get('scale', '?')}, "
+            f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart'",
             "set xlabel 'seconds since the server accepted connections'",
             "set ylabel 'TPS (pgbench -S -c 2 -j 2 -M prepared)'",
             "set key bottom right",

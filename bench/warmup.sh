@@ -4,13 +4,26 @@
 #
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
-#                   [--methods none,autoprewarm,warmcache] [--seconds 60]
-#                   [--scale 100] [--reps 1] [--no-idle] [--idle-only]
+#                   [--methods none,autoprewarm,warmcache,warmcache-buffers]
+#                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
+#                   [--shared-buffers 4GB]
 #
 # --pg and --disk also take lists (--pg 15,18 --disk local,capped); defaults:
 # --pg 15 --disk capped --workload both (uniform and hot; all: the three;
-# --workload also takes a list), all three methods, 60 s, scale 100, one
-# repetition (with more, methods rotate order and medians are reported).
+# --workload also takes a list), none,autoprewarm,warmcache, 60 s, scale
+# 100, one repetition (with more, methods rotate order and medians are
+# reported), shared_buffers 4GB.
+#
+# The methods: none (no warm-up), autoprewarm (contrib pg_prewarm's),
+# warmcache (pg_warmcache with pg_warmcache.dump_os_cache = on: shared
+# buffers and the OS page cache) and warmcache-buffers (dump_os_cache = off:
+# shared buffers only, as pg_warmcache 1.0).
+#
+# The reboot scenario, where the OS page cache holds what shared_buffers
+# does not: --shared-buffers 256MB at scale 100 (1.5 GB).  The saved state's
+# prewarm reads every file through the OS cache, so all of them are in it
+# when the dumps are made (results.md says how much was: fincore); every
+# cold start drops the OS cache, as a reboot does.
 #
 # Per (pg, disk): builds and installs pg_warmcache from this repository,
 # builds (or reuses) a pgbench database (shared_buffers = 4GB, pg_warmcache
@@ -25,8 +38,8 @@
 # TPS is the steady state (measured again the same way after the runs; the
 # higher of the two counts, as other work only lowers TPS); then
 # autoprewarm_dump_now() and
-# warmcache_dump_now(), and the two files are kept outside the data
-# directory.  Then for each method: stop, put both saved files back, set the
+# warmcache_dump_now() twice, with dump_os_cache off and on, and the three
+# files are kept outside the data directory.  Then for each method: stop, put both saved files back, set the
 # method's settings (none: pg_prewarm.autoprewarm = off and
 # pg_warmcache.autowarm = off; autoprewarm: on/off; warmcache: off/on), sync,
 # drop the OS cache, start, and the moment the server accepts connections run
@@ -52,7 +65,10 @@
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
 #
-# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS, and
+# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
+# BENCH_LOCK (a lock file: each step, the saved state, one repetition of
+# the methods, the second steady state, the idle restores, runs holding it,
+# so that other benchmarks on the machine interleave rather than overlap),
 # WARMCACHE_CONF / AUTOPREWARM_CONF: extra settings for that method's runs
 # (e.g. WARMCACHE_CONF='pg_warmcache.max_restore_rate = 60'); bench/lib.sh
 # lists the rest.  A default run takes about 11 min per (pg, disk) at scale
@@ -65,7 +81,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 pgs=15 disks=capped workload=both methods=none,autoprewarm,warmcache seconds=60 scale=100 reps=1
-idle=1 runs=1
+idle=1 runs=1 sbuf=4GB
 args=("$@")
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -78,6 +94,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--no-idle) idle=0; shift ;;
 	--idle-only) runs=0; shift ;;
+	--shared-buffers) sbuf=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -103,8 +120,11 @@ for w in "${workloads[@]}"; do
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | autoprewarm | warmcache) ;; *) die "unknown method $m" ;; esac
+	case "$m" in none | autoprewarm | warmcache | warmcache-buffers) ;; *) die "unknown method $m" ;; esac
 done
+[[ $sbuf =~ ^[0-9]+[kMG]B$ ]] || die "--shared-buffers: a size like 256MB or 4GB"
+EXTRA_CONF="shared_buffers = $sbuf
+${EXTRA_CONF:-}"
 IFS=, read -r -a pglist <<<"$pgs"
 IFS=, read -r -a disklist <<<"$disks"
 
@@ -122,7 +142,7 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
-	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
+	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
 	echo "env=PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
@@ -157,7 +177,11 @@ cold_start() {
 	pg_stop
 	local d=$CLDIR/dumps/$2
 	install -o "$PG_USER" -m 600 "$d/autoprewarm.blocks" "$PGDATA/autoprewarm.blocks"
-	install -o "$PG_USER" -m 600 "$d/pg_warmcache.blocks" "$PGDATA/pg_warmcache.blocks"
+	if [ "$1" = warmcache-buffers ]; then
+		install -o "$PG_USER" -m 600 "$d/pg_warmcache-buffers.blocks" "$PGDATA/pg_warmcache.blocks"
+	else
+		install -o "$PG_USER" -m 600 "$d/pg_warmcache.blocks" "$PGDATA/pg_warmcache.blocks"
+	fi
 	method_conf "$1"
 	drop_caches
 	pg_start "$3"
@@ -172,22 +196,33 @@ write_meta() {
 
 # prepare WORKLOAD: the saved state and the steady state of one workload.
 prepare() {
-	local w=$1 key=$2 n_apw n_wc ranks
+	local w=$1 key=$2 n_apw n_wc n_wcb ranks res
 	say "$key $w: prewarm everything, run the workload ${PREP_SECONDS}+${STEADY_SECONDS} s, dump"
 	pg_stop
 	run_conf ""
 	pg_start "$CLDIR/logs/prep-$w.log"
 	prewarm_all
 	pgbench_run "$w" $((PREP_SECONDS + STEADY_SECONDS)) "$out/raw/$key-$w-steady.pgbench"
+	# How much of the database files the OS cache holds (util-linux fincore).
+	res=$(db_files | xargs fincore -b -n -o RES,SIZE 2>/dev/null |
+		awk '{ r += $1; s += $2 } END { if (s) printf "%.0f of %.0f MB", r / 1048576, s / 1048576 }' || true)
 	n_apw=$(sql "select autoprewarm_dump_now()")
-	n_wc=$(sql "select warmcache_dump_now()")
-	ranks=$(sql "select string_agg(rank || ':' || n, ' ' order by rank) from
-	             (select rank, count(*) n from warmcache_blocks() group by rank) r" || echo "?")
 	mkdir -p "$CLDIR/dumps/$w"
+	# dump_os_cache is reloadable: set it in bench_run.conf, reload, dump.
+	run_conf "pg_warmcache.dump_os_cache = off"
+	sql "select pg_reload_conf()" >/dev/null
+	n_wcb=$(sql "select warmcache_dump_now()")
+	cp "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/pg_warmcache-buffers.blocks"
+	run_conf "pg_warmcache.dump_os_cache = on"
+	sql "select pg_reload_conf()" >/dev/null
+	n_wc=$(sql "select warmcache_dump_now()")
+	ranks=$(sql "select string_agg(coalesce(rank::text, tier) || ':' || n, ' ' order by rank) from
+	             (select rank, tier, count(*) n from warmcache_blocks() group by rank, tier) r" || echo "?")
 	cp "$PGDATA/autoprewarm.blocks" "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/"
 	write_meta "$out/raw/$key-$w-steady.meta" "prep_seconds=$PREP_SECONDS" "steady_seconds=$STEADY_SECONDS" \
-		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_ranks=$ranks"
-	say "$key $w: dumped $n_apw (autoprewarm) and $n_wc (pg_warmcache) blocks; ranks $ranks"
+		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_buffers_blocks=$n_wcb" \
+		"warmcache_ranks=$ranks" "os_resident=$res" "shared_buffers=$(sql 'show shared_buffers')"
+	say "$key $w: dumped $n_apw (autoprewarm), $n_wcb (pg_warmcache, buffers only) and $n_wc (pg_warmcache with the OS tier) blocks; ranks $ranks; OS cache held $res"
 	pg_stop
 }
 
@@ -236,11 +271,30 @@ idle_run() {
 		"conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
 }
 
+# one_rep WORKLOAD REP KEY: every method once, the order rotated per repetition.
+one_rep() {
+	local nm=${#methodlist[@]} i
+	for ((i = 0; i < nm; i++)); do
+		one_run "$1" "${methodlist[$(((i + $2 - 1) % nm))]}" "$2" "$3"
+	done
+}
+
+# idle_runs KEY: IDLE_REPS idle restores of every method, the order rotated.
+idle_runs() {
+	local rep i m nm=${#methodlist[@]}
+	for ((rep = 1; rep <= IDLE_REPS; rep++)); do
+		for ((i = 0; i < nm; i++)); do
+			m=${methodlist[$(((i + rep - 1) % nm))]}
+			[ "$m" = none ] || idle_run "$m" "$1" "$rep"
+		done
+	done
+}
+
 for pg in "${pglist[@]}"; do
 	use_pg "$pg"
 	for disk in "${disklist[@]}"; do
 		use_cluster "$disk" "$scale"
-		ensure_db
+		locked ensure_db
 		key=pg$pg-$disk
 		run_conf ""
 		pg_start "$CLDIR/logs/files.log"
@@ -251,7 +305,7 @@ for pg in "${pglist[@]}"; do
 		dbmb=$(sql "select pg_database_size('bench') / 1048576")
 		pg_stop
 		say "$key: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
-		cold_read "${files[@]}"
+		locked cold_read "${files[@]}"
 		say "$key: dd $CR_RATE MB/s"
 		write_meta "$out/raw/$key.meta" "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
 			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "pgdata=$PGDATA" \
@@ -259,25 +313,14 @@ for pg in "${pglist[@]}"; do
 		for w in "${workloads[@]}"; do
 			if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
 			if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi
-			prepare "$w" "$key"
+			locked prepare "$w" "$key"
 			[ $runs = 1 ] || continue
 			for ((rep = 1; rep <= reps; rep++)); do
-				nm=${#methodlist[@]}
-				for ((i = 0; i < nm; i++)); do
-					one_run "$w" "${methodlist[$(((i + rep - 1) % nm))]}" "$rep" "$key"
-				done
+				locked one_rep "$w" "$rep" "$key"
 			done
-			steady_after "$w" "$key"
+			locked steady_after "$w" "$key"
 		done
-		if [ $idle = 1 ]; then
-			for ((rep = 1; rep <= IDLE_REPS; rep++)); do
-				nm=${#methodlist[@]}
-				for ((i = 0; i < nm; i++)); do
-					m=${methodlist[$(((i + rep - 1) % nm))]}
-					[ "$m" = none ] || idle_run "$m" "$key" "$rep"
-				done
-			done
-		fi
+		[ $idle = 0 ] || locked idle_runs "$key"
 		pg_stop
 		check_so
 		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
