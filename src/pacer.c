@@ -237,7 +237,13 @@ look_at_backends(RestorePacer *pacer, TimestampTz now)
 		int			pid = proc->pid;
 		uint32		wait = UINT32_ACCESS_ONCE(proc->wait_event_info);
 
-		if (pid == 0 || pid == MyProcPid)
+		/*
+		 * A process that exited leaves its pid in its PGPROC, with no wait
+		 * event: it would look busy for good.  Its latch tells: it is
+		 * disowned at exit.
+		 */
+		if (pid == 0 || pid == MyProcPid ||
+			*((volatile int *) &proc->procLatch.owner_pid) != pid)
 			continue;
 		if (wait != 0 && !wc_is_read_wait(wait))
 			continue;
