@@ -151,21 +151,6 @@ method_conf() {
 	esac
 }
 
-# locked CMD...: CMD holding BENCH_LOCK, when set.
-locked() {
-	local rc=0
-	[ -n "${BENCH_LOCK:-}" ] || { "$@"; return; }
-	say "waiting for $BENCH_LOCK"
-	exec 8>>"$BENCH_LOCK"
-	flock 8
-	"$@" || rc=$?
-	# The servers started meanwhile inherited the descriptor: unlock it
-	# explicitly, closing ours would not release it.
-	flock -u 8
-	exec 8>&-
-	return $rc
-}
-
 # The log line a method's restore ends with.
 restore_re() {
 	case "$1" in
