@@ -159,7 +159,7 @@ for key in keys:
         steady = max([x for x in (steady1, steady2) if x is not None], default=None)
         runs = {}
         for f in sorted(glob.glob(os.path.join(raw, f"{key}-{w}-*-r*.meta"))):
-            m = re.fullmatch(rf"{re.escape(key)}-{w}-(\w+)-r(\d+)\.meta", os.path.basename(f))
+            m = re.fullmatch(rf"{re.escape(key)}-{w}-([\w-]+)-r(\d+)\.meta", os.path.basename(f))
             if not m:
                 continue
             method, rep = m.group(1), int(m.group(2))
@@ -299,7 +299,7 @@ for key in keys:
             with open(dat, "w") as fh:
                 for sec in sorted(bysec):
                     fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
-            plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{method}'")
+            plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{method}' noenhanced")
         png = os.path.join(out, f"{key}-{w}.png")
         if steady:
             plots.append(f"{steady} with lines dt 2 lw 1.5 lc rgb 'black' title 'steady state ({steady:.0f} TPS)'")
@@ -307,8 +307,8 @@ for key in keys:
         gp = "\n".join([
             "set terminal pngcairo size 1000,560 font ',10'",
             f"set output '{png}'",
-            f"set title '{km.get('version', pgv)}, {disk} disk, scale {km.get('scale', '?')}, "
-            f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart'",
+            f"set title 'PostgreSQL {pgv[2:]}, {disk} disk, scale {km.get('scale', '?')}, "
+            f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart' noenhanced",
             "set xlabel 'seconds since the server accepted connections'",
             "set ylabel 'TPS (pgbench -S -c 2 -j 2 -M prepared)'",
             "set key bottom right",
