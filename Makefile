@@ -5,7 +5,8 @@ OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 PGFILEDESC = "pg_warmcache - warm the buffer cache, hottest first"
 
 EXTENSION = pg_warmcache
-DATA = pg_warmcache--1.0.sql pg_warmcache--1.0--1.1.sql
+DATA = pg_warmcache--1.0.sql pg_warmcache--1.0--1.1.sql \
+	pg_warmcache--1.1--1.2.sql
 
 PG_CPPFLAGS = -I$(srcdir)/include
 

@@ -29,6 +29,10 @@
 #define WC_DUMP_SORT_FILE	"pg_warmcache.blocks.sort"
 #define WC_DUMP_BAD_FILE	"pg_warmcache.blocks.corrupt"
 
+/* On a standby: the primary's hot set it follows (channel.c). */
+#define WC_FOLLOWED_FILE	"pg_warmcache.followed"
+#define WC_FOLLOWED_TMP_FILE "pg_warmcache.followed.tmp"
+
 #define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
 #define WC_DUMP_VERSION		2	/* 1 had no OS tier; it is still read */
 #define WC_MAX_RANK			BM_MAX_USAGE_COUNT
@@ -82,6 +86,7 @@ StaticAssertDecl(sizeof(WarmRun) == 28,
 typedef struct WarmFileReader
 {
 	FILE	   *fp;
+	const char *path;
 	bool		across_xacts;	/* fp is not from AllocateFile() */
 	WarmFileHeader hdr;
 	uint64		runs_left;
@@ -99,9 +104,12 @@ typedef enum DumpFileStatus
 } DumpFileStatus;
 
 extern int64 wc_dump(bool include_unlogged, int64 min_blocks);
-extern DumpFileStatus wc_check_file(WarmFileHeader *hdr, char **problem);
-extern void wc_set_aside_bad_file(const char *problem, int elevel);
-extern bool wc_reader_open(WarmFileReader *reader, bool across_xacts);
+extern DumpFileStatus wc_check_file(const char *path, WarmFileHeader *hdr,
+									char **problem);
+extern void wc_set_aside_bad_file(const char *path, const char *problem,
+								  int elevel);
+extern bool wc_reader_open(WarmFileReader *reader, const char *path,
+						   bool across_xacts);
 extern bool wc_reader_next(WarmFileReader *reader, WarmRun *run);
 extern void wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n);
 extern void wc_reader_close(WarmFileReader *reader);

@@ -5,8 +5,8 @@
  *
  * Each other module has a header of its own: engine.h (the warming
  * engine), dumpfile.h (the dump file), restore.h (the restore),
- * autowarm.h (the autowarm worker); compat.h holds every difference
- * between PostgreSQL majors.
+ * autowarm.h (the autowarm worker), channel.h (the standby channel);
+ * compat.h holds every difference between PostgreSQL majors.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -21,11 +21,13 @@
 #include "postgres.h"
 
 #include "port/atomics.h"
+#include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "channel.h"
 #include "engine.h"
 #include "restore.h"
 
@@ -66,6 +68,7 @@ typedef struct WarmShared
 	bool		abort_requested;
 
 	/* the current or last restore */
+	RestoreSource restore_source;	/* which file, and why */
 	WarmMode	restore_mode;
 	bool		restore_incomplete; /* some blocks neither restored nor gone */
 	char		incomplete_reason[64];	/* why, in words */
@@ -73,6 +76,17 @@ typedef struct WarmShared
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
 	int64		restore_os_tier_total;	/* of total: the OS tier */
+
+	/* the standby channel (channel.c), under the lock */
+	bool		publish_pending;	/* a dump waits to be published */
+	FollowState follow_state;	/* on a standby: what the channel found */
+	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
+	bool		followed_fresh; /* the fetch wrote a new one */
+	int64		followed_blocks;	/* the blocks it holds */
+	int64		followed_os_tier;	/* of those, the OS tier's */
+	int64		followed_warm;	/* restored by the last pass */
+	int64		followed_os_tier_warm;	/* of those, the OS tier's */
+
 	pg_atomic_uint64 restore_blocks_done;
 	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
 	pg_atomic_uint64 restore_blocks_os;	/* of done: OS cache only */
@@ -93,6 +107,9 @@ extern WarmShared *wc_shared;
 
 extern void wc_require_shared(void);
 extern bool wc_begin_operation(WarmState operation, bool wait);
+extern bool wc_begin_restore(RestoreSource source);
+extern void wc_init_dynamic_worker(BackgroundWorker *worker,
+								   const char *function, const char *type);
 extern void wc_end_operation(void);
 
 /*---- GUC variables ----*/
@@ -105,6 +122,7 @@ extern int	wc_max_restore_rate;
 extern bool wc_restore_yield;
 extern int	wc_sort_chunk;
 extern bool wc_dump_os_cache;
+extern int	wc_follow_primary;
 
 extern void _PG_init(void);
 

@@ -67,6 +67,18 @@ typedef enum RestoreSkipReason
 
 #define WC_SKIP_REASONS (WC_SKIP_FAILED + 1)
 
+/*
+ * What a restore reads, and why: the saved file at start or on request,
+ * or on a standby the primary's hot set it follows (channel.c), and that
+ * set again at promotion, into shared buffers.
+ */
+typedef enum RestoreSource
+{
+	WC_SOURCE_SAVED,
+	WC_SOURCE_FOLLOWED,
+	WC_SOURCE_PROMOTION
+} RestoreSource;
+
 /* What the leader tells one restore worker, and what it reports back. */
 typedef struct RestoreSlot
 {
@@ -82,7 +94,10 @@ typedef struct RestoreSlot
 } RestoreSlot;
 
 /* restore.c: the leader, run by the autowarm worker */
-extern void wc_lead_restore(WarmMode mode);
+extern void wc_lead_restore(WarmMode mode, RestoreSource source);
+extern const char *wc_source_file(RestoreSource source);
+extern const char *wc_source_name(RestoreSource source);
+extern Oid	wc_connectable_database(const char *name, bool *exists);
 
 /* restore_worker.c: the entry point of a restore worker */
 extern PGDLLEXPORT void pg_warmcache_restore_main(Datum arg);

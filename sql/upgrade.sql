@@ -19,3 +19,25 @@ SELECT state IN ('idle', 'restoring', 'dumping') AS state_known,
 -- The privileges of the new function are those of the old one.
 SELECT has_function_privilege('public', 'warmcache_status()', 'EXECUTE') AS public_may,
        has_function_privilege('pg_monitor', 'warmcache_status()', 'EXECUTE') AS monitor_may;
+-- 1.1 to 1.2: the standby channel's table, and warmcache_status() says what
+-- a restore read and what a standby follows.  The 1.1 function works with
+-- this library until then.
+SELECT state IN ('idle', 'restoring', 'dumping') AS state_known FROM warmcache_status();
+ALTER EXTENSION pg_warmcache UPDATE TO '1.2';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+SELECT array_length(proallargtypes, 1) AS columns
+  FROM pg_proc WHERE proname = 'warmcache_status';
+SELECT follow_state IS NULL AS not_following,
+       followed_dump_at IS NULL AS nothing_followed
+  FROM warmcache_status();
+SELECT count(*) AS published_rows FROM warmcache_published;
+SELECT has_table_privilege('public', 'warmcache_published', 'SELECT') AS public_may_read,
+       has_table_privilege('pg_monitor', 'warmcache_published', 'SELECT') AS monitor_may_read;
+-- The table belongs to the extension and goes with it.
+SELECT count(*) AS member FROM pg_depend
+ WHERE classid = 'pg_class'::regclass AND objid = 'warmcache_published'::regclass
+   AND refclassid = 'pg_extension'::regclass AND deptype = 'e';
+DROP EXTENSION pg_warmcache;
+SELECT to_regclass('warmcache_published') IS NULL AS table_gone;
+CREATE EXTENSION pg_warmcache;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';

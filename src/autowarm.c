@@ -10,6 +10,11 @@
  * every pg_warmcache.dump_interval seconds and at shutdown.  It leads the
  * restores itself (restore.c), so a dump never runs during one.
  *
+ * On a primary it publishes each dump for standbys; on a standby with
+ * pg_warmcache.follow_primary on, it fetches what the primary published
+ * every WC_FOLLOW_POLL_MS and restores it when it changed, and at
+ * promotion it loads it into shared buffers (channel.c).
+ *
  * After a restore that did not complete, the saved file holds blocks that
  * are not in the buffer cache, and an automatic dump would lose them: it
  * keeps the file until the cache holds at least as many blocks, counted
@@ -24,6 +29,9 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -36,9 +44,16 @@
 #include "utils/wait_event.h"
 
 #include "autowarm.h"
+#include "channel.h"
 #include "dumpfile.h"
 #include "pg_warmcache.h"
 #include "restore.h"
+
+/* How often a following standby looks at what the primary published */
+#define WC_FOLLOW_POLL_MS		5000
+
+/* How often a following standby looks whether it was promoted */
+#define WC_PROMOTION_POLL_MS	250
 
 /*
  * Register the autowarm worker; called from _PG_init.
@@ -94,7 +109,7 @@ auto_dump(bool shutdown)
 		WarmFileHeader hdr;
 		char	   *problem;
 
-		if (wc_check_file(&hdr, &problem) == WC_FILE_OK)
+		if (wc_check_file(WC_DUMP_FILE, &hdr, &problem) == WC_FILE_OK)
 			min_blocks = (int64) hdr.nblocks;
 	}
 	PG_TRY();
@@ -139,6 +154,44 @@ auto_dump(bool shutdown)
 }
 
 /*
+ * A pass over the followed set, on a standby, in the mode follow_primary
+ * says: read, which leaves the blocks in the OS page cache, or buffer.
+ * Returns false if a dump runs: the caller comes back.
+ */
+static bool
+follow_pass(void)
+{
+	if (!wc_begin_restore(WC_SOURCE_FOLLOWED))
+		return false;
+	wc_lead_restore(wc_follow_primary == WC_FOLLOW_BUFFER ?
+					WC_MODE_BUFFER : WC_MODE_READ, WC_SOURCE_FOLLOWED);
+	return true;
+}
+
+/*
+ * At promotion: load the followed set into shared buffers, hottest first,
+ * from the OS page cache that following kept warm; then the set is this
+ * server's own and its next dumps say what it is.  Returns whether a load
+ * began; if a dump runs, the caller comes back.
+ */
+static bool
+load_at_promotion(void)
+{
+	if (wc_follow_primary == WC_FOLLOW_OFF || access(WC_FOLLOWED_FILE, F_OK) != 0)
+		return true;
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->follow_state = WC_FOLLOW_PROMOTED;
+	LWLockRelease(wc_shared->lock);
+	if (!wc_begin_restore(WC_SOURCE_PROMOTION))
+		return false;
+	ereport(LOG,
+			(errmsg("pg_warmcache: promoted: loading the primary's hot set into shared buffers")));
+	wc_lead_restore(WC_MODE_BUFFER, WC_SOURCE_PROMOTION);
+	(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
+	return true;
+}
+
+/*
  * Entry point of the autowarm worker.  Its loop reads as one list of what
  * the worker may have to do next (a restore, a dump, a wait), which is why
  * it is not cut up.
@@ -148,7 +201,10 @@ pg_warmcache_main(Datum arg)
 {
 	MemoryContext cxt;
 	bool		first;
+	bool		in_recovery;
+	bool		follow_due = false;
 	TimestampTz last_dump;
+	TimestampTz last_fetch = 0;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -174,6 +230,10 @@ pg_warmcache_main(Datum arg)
 	}
 	LWLockRelease(wc_shared->lock);
 
+	/* A scratch file of a fetch that the server's crash interrupted */
+	(void) unlink(WC_FOLLOWED_TMP_FILE);
+
+	in_recovery = RecoveryInProgress();
 	last_dump = GetCurrentTimestamp();
 	while (!ShutdownRequestPending)
 	{
@@ -189,7 +249,7 @@ pg_warmcache_main(Datum arg)
 		{
 			if (wc_begin_operation(WC_STATE_RESTORING, false))
 			{
-				wc_lead_restore(wc_shared->request_mode);
+				wc_lead_restore(wc_shared->request_mode, WC_SOURCE_SAVED);
 				last_dump = GetCurrentTimestamp();
 				MemoryContextReset(cxt);
 				continue;
@@ -197,7 +257,42 @@ pg_warmcache_main(Datum arg)
 			/* A dump runs; it ends soon and wakes us through the latch. */
 			timeout = 100;
 		}
-		else if (wc_autowarm && wc_dump_interval > 0)
+		else if (in_recovery && !RecoveryInProgress())
+		{
+			if (load_at_promotion())
+			{
+				in_recovery = false;
+				MemoryContextReset(cxt);
+				continue;
+			}
+			timeout = 100;
+		}
+		else if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF &&
+				 (follow_due ||
+				  TimestampDifferenceExceeds(last_fetch, GetCurrentTimestamp(),
+											 WC_FOLLOW_POLL_MS)))
+		{
+			if (!follow_due)
+			{
+				last_fetch = GetCurrentTimestamp();
+				follow_due = wc_fetch_followed();
+			}
+			if (follow_due && follow_pass())
+				follow_due = false;
+			MemoryContextReset(cxt);
+			if (!follow_due)
+				continue;
+			timeout = 100;		/* a dump runs; it ends soon */
+		}
+		else if (!in_recovery && wc_shared->publish_pending)
+		{
+			wc_publish();
+			MemoryContextReset(cxt);
+			if (wc_shared->publish_pending)
+				timeout = 1000;	/* could not now: soon again */
+		}
+
+		if (timeout > 100 && wc_autowarm && wc_dump_interval > 0)
 		{
 			TimestampTz next = TimestampTzPlusMilliseconds(last_dump,
 														   wc_dump_interval * 1000L);
@@ -212,6 +307,8 @@ pg_warmcache_main(Datum arg)
 			}
 			timeout = Min(timeout, (long) ((next - now) / 1000) + 1);
 		}
+		if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF)
+			timeout = Min(timeout, WC_PROMOTION_POLL_MS);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);

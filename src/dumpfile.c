@@ -462,6 +462,7 @@ discard_job(DumpJob *job)
 int64
 wc_dump(bool include_unlogged, int64 min_blocks)
 {
+	Latch	   *latch;
 	TimestampTz start = GetCurrentTimestamp();
 	DumpJob		job;
 	bool		kept = false;
@@ -505,7 +506,11 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 	wc_shared->last_dump_at = start;
 	wc_shared->last_dump_blocks = (int64) job.out.nblocks;
 	wc_shared->last_dump_seconds = secs + usecs / 1000000.0;
+	wc_shared->publish_pending = true;	/* for standbys: channel.c */
+	latch = wc_shared->worker_latch;
 	LWLockRelease(wc_shared->lock);
+	if (latch && latch != MyLatch)
+		SetLatch(latch);
 
 	ereport(DEBUG1,
 			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",
@@ -521,7 +526,7 @@ wc_dump(bool include_unlogged, int64 min_blocks)
  * the file's bytes; that is its length.
  */
 DumpFileStatus
-wc_check_file(WarmFileHeader *hdr, char **problem)
+wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 {
 	FILE	   *fp;
 	struct stat st;
@@ -533,7 +538,7 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
 	WarmFileHeader copy;
 
 	*problem = NULL;
-	fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
+	fp = AllocateFile(path, PG_BINARY_R);
 	if (fp == NULL)
 	{
 		if (errno == ENOENT)
@@ -610,26 +615,27 @@ wc_check_file(WarmFileHeader *hdr, char **problem)
  * Keep an unusable dump file aside for a human to look at, and say so once.
  */
 void
-wc_set_aside_bad_file(const char *problem, int elevel)
+wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
 {
+	char		bad[MAXPGPATH];
 	bool		renamed;
+
+	snprintf(bad, sizeof(bad), "%s.corrupt", path);
 
 	/*
 	 * durable_rename() first opens the file to fsync it, which fails on a
 	 * file that cannot be opened, the very case of an unreadable one: then
 	 * a plain rename, which needs only the directory.
 	 */
-	renamed = durable_rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE, LOG) == 0 ||
-		rename(WC_DUMP_FILE, WC_DUMP_BAD_FILE) == 0;
+	renamed = durable_rename(path, bad, LOG) == 0 || rename(path, bad) == 0;
 	ereport(elevel,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("pg_warmcache: dump file \"%s\" is not usable: %s",
-					WC_DUMP_FILE, problem),
+					path, problem),
 			 renamed ?
 			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",
-					   WC_DUMP_BAD_FILE) :
-			 errdetail("It could not be renamed to \"%s\": %m.",
-					   WC_DUMP_BAD_FILE)));
+					   bad) :
+			 errdetail("It could not be renamed to \"%s\": %m.", bad)));
 }
 
 /*
@@ -642,28 +648,29 @@ wc_set_aside_bad_file(const char *problem, int elevel)
  * if an error ends it.
  */
 bool
-wc_reader_open(WarmFileReader *reader, bool across_xacts)
+wc_reader_open(WarmFileReader *reader, const char *path, bool across_xacts)
 {
 	memset(reader, 0, sizeof(*reader));
+	reader->path = path;
 	reader->across_xacts = across_xacts;
 	if (across_xacts)
-		reader->fp = fopen(WC_DUMP_FILE, PG_BINARY_R);
+		reader->fp = fopen(path, PG_BINARY_R);
 	else
-		reader->fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
+		reader->fp = AllocateFile(path, PG_BINARY_R);
 	if (reader->fp == NULL)
 	{
 		if (errno == ENOENT)
 			return false;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
+				 errmsg("could not open file \"%s\": %m", path)));
 	}
 	if (fread(&reader->hdr, sizeof(reader->hdr), 1, reader->fp) != 1 ||
 		reader->hdr.magic != WC_DUMP_MAGIC || reader->hdr.version < 1 ||
 		reader->hdr.version > WC_DUMP_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("dump file \"%s\" is not usable", WC_DUMP_FILE)));
+				 errmsg("dump file \"%s\" is not usable", path)));
 	reader->runs_left = reader->hdr.nruns;
 	reader->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
 	return true;
@@ -680,7 +687,7 @@ wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n)
 			   SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not seek in file \"%s\": %m", WC_DUMP_FILE)));
+				 errmsg("could not seek in file \"%s\": %m", reader->path)));
 	reader->runs_left = Min(n, reader->hdr.nruns - idx);
 	reader->nbuf = reader->pos = 0;
 }
@@ -697,7 +704,7 @@ wc_reader_next(WarmFileReader *reader, WarmRun *run)
 		if (fread(reader->buf, sizeof(WarmRun), want, reader->fp) != want)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("dump file \"%s\" is truncated", WC_DUMP_FILE)));
+					 errmsg("dump file \"%s\" is truncated", reader->path)));
 		reader->runs_left -= want;
 		reader->nbuf = (int) want;
 		reader->pos = 0;

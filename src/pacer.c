@@ -354,9 +354,13 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	/*
 	 * Queries running and none waiting for a read: the cache serves them,
 	 * and every cycle we take is one of theirs.  While they miss the cache
-	 * the device is what counts, and we keep it busy.
+	 * the device is what counts, and we keep it busy.  After a promotion
+	 * the queries miss shared buffers whatever they wait for: the followed
+	 * set is in the OS cache, and loading it is the CPU work that serves
+	 * them.
 	 */
 	if (!pacer->fg_reading && cpu_spent > 0 &&
+		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
 		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS))
 		sleep_us = Max(sleep_us,
 					   charge_budget(&wc_shared->cpu_clock,

@@ -28,6 +28,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -63,6 +64,7 @@ int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = true;
 int			wc_sort_chunk = 1024 * 1024;
 bool		wc_dump_os_cache = true;
+int			wc_follow_primary = WC_FOLLOW_OFF;
 int			wc_max_warm_workers = 2;
 int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
@@ -71,6 +73,13 @@ static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
 	{"read", WC_MODE_READ, false},
 	{"buffer", WC_MODE_BUFFER, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry follow_options[] = {
+	{"off", WC_FOLLOW_OFF, false},
+	{"os", WC_FOLLOW_OS, false},
+	{"buffer", WC_FOLLOW_BUFFER, false},
 	{NULL, 0, false}
 };
 
@@ -142,6 +151,16 @@ _PG_init(void)
 							 NULL,
 							 &wc_dump_os_cache,
 							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_warmcache.follow_primary",
+							 "On a standby, keeps the primary's hot set in this server's caches.",
+							 "off: no; os: in the OS page cache; buffer: also in free shared buffers. "
+							 "At promotion the set is loaded into shared buffers.",
+							 &wc_follow_primary,
+							 WC_FOLLOW_OFF,
+							 follow_options,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
@@ -236,6 +255,27 @@ wc_shmem_startup(void)
 }
 
 /*
+ * Fill in a dynamic background worker of this module that connects to a
+ * database, starts once the server is consistent and is never restarted;
+ * the caller names it and gives its argument.  It tells this process when
+ * it started and stopped.
+ */
+void
+wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
+					   const char *type)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION | WC_BGWORKER_INTERRUPTIBLE;
+	worker->bgw_start_time = BgWorkerStart_ConsistentState;
+	worker->bgw_restart_time = BGW_NEVER_RESTART;
+	strcpy(worker->bgw_library_name, "pg_warmcache");
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
+	worker->bgw_notify_pid = MyProcPid;
+}
+
+/*
  * Functions that need the shared state call this first.
  */
 void
@@ -256,8 +296,8 @@ wc_require_shared(void)
  * worker begins on a request, only needs the idle state.  Returns whether
  * the operation began; its process then owns it until wc_end_operation().
  */
-bool
-wc_begin_operation(WarmState operation, bool wait)
+static bool
+begin_operation(WarmState operation, bool wait, bool take_request)
 {
 	bool		begun = false;
 
@@ -273,7 +313,7 @@ wc_begin_operation(WarmState operation, bool wait)
 		{
 			wc_shared->state = operation;
 			wc_shared->owner_pid = MyProcPid;
-			if (operation == WC_STATE_RESTORING)
+			if (take_request)
 				wc_shared->restore_requested = false;	/* taken on */
 			begun = true;
 		}
@@ -286,6 +326,23 @@ wc_begin_operation(WarmState operation, bool wait)
 	}
 	ConditionVariableCancelSleep();
 	return begun;
+}
+
+bool
+wc_begin_operation(WarmState operation, bool wait)
+{
+	return begin_operation(operation, wait, operation == WC_STATE_RESTORING);
+}
+
+/*
+ * Begin a restore of the given source.  Only a restore of the saved file
+ * takes on a request for one: a standby's pass over the followed set
+ * leaves it for the next turn of the worker's loop.
+ */
+bool
+wc_begin_restore(RestoreSource source)
+{
+	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED);
 }
 
 /*
@@ -357,7 +414,7 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 		mode = wc_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	wc_check_mode_supported(mode);
 
-	switch (wc_check_file(&hdr, &problem))
+	switch (wc_check_file(WC_DUMP_FILE, &hdr, &problem))
 	{
 		case WC_FILE_MISSING:
 			ereport(ERROR,
@@ -441,7 +498,7 @@ ts_or_null(TimestampTz t, bool *isnull)
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 23
+#define STATUS_COLS 30
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
@@ -454,6 +511,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	double		rate = 0;
 	const char *state;
 	bool		started;
+	bool		following;
 	int			i = 0;
 	int			r;
 
@@ -533,6 +591,23 @@ warmcache_status(PG_FUNCTION_ARGS)
 	nulls[i++] = !started;
 	values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&wc_shared->restore_os_tier_done));
 	nulls[i++] = !started;
+
+	/* 1.2: what a restore read, and on a standby what it follows */
+	values[i] = CStringGetTextDatum(wc_source_name(s.restore_source));
+	nulls[i++] = !started;
+	following = wc_follow_primary != WC_FOLLOW_OFF || s.follow_state == WC_FOLLOW_PROMOTED;
+	values[i] = CStringGetTextDatum(wc_follow_state_name(s.follow_state));
+	nulls[i++] = !following;
+	values[i] = ts_or_null(s.followed_dumped_at, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum(s.followed_blocks - s.followed_os_tier);
+	nulls[i++] = s.followed_dumped_at == 0;
+	values[i] = Int64GetDatum(s.followed_os_tier);
+	nulls[i++] = s.followed_dumped_at == 0;
+	values[i] = Int64GetDatum(s.followed_warm);
+	nulls[i++] = s.followed_dumped_at == 0;
+	values[i] = Int64GetDatum(s.followed_os_tier_warm);
+	nulls[i++] = s.followed_dumped_at == 0;
 	Assert(i == STATUS_COLS);
 	Assert(tupdesc->natts <= STATUS_COLS);
 
@@ -557,7 +632,7 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	Assert(rsinfo->setDesc->natts <= 7);
 
-	switch (wc_check_file(&hdr, &problem))
+	switch (wc_check_file(WC_DUMP_FILE, &hdr, &problem))
 	{
 		case WC_FILE_MISSING:
 			return (Datum) 0;
@@ -570,7 +645,7 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 			break;
 	}
 
-	if (!wc_reader_open(&r, false))
+	if (!wc_reader_open(&r, WC_DUMP_FILE, false))
 		return (Datum) 0;
 	while (wc_reader_next(&r, &run))
 	{

@@ -42,6 +42,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -155,7 +156,7 @@ count_shares(RestoreLeader *leader)
 	int			cap = 0;
 	int			i;
 
-	if (wc_reader_open(&reader, false))
+	if (wc_reader_open(&reader, wc_source_file(wc_shared->restore_source), false))
 	{
 		while (wc_reader_next(&reader, &run))
 		{
@@ -218,12 +219,16 @@ check_database(Oid db)
 }
 
 /*
- * A database for the shared catalogs' worker to connect to: one that
- * allows connections, is no template and is not wanted by a command.
- * InvalidOid if none is free now; *exists says whether there is any.
+ * A database a worker can connect to: one that allows connections, is no
+ * template and is not wanted by a command, named name if name is not NULL.
+ * InvalidOid if none is free now; *exists says whether there is any.  The
+ * shared catalogs' worker connects to any; the standby channel's to
+ * postgres.  A scan of pg_database's heap, not of its name index: the
+ * autowarm worker, connected to no database, can read only the heaps of
+ * shared catalogs.
  */
-static Oid
-database_for_catalogs(bool *exists)
+Oid
+wc_connectable_database(const char *name, bool *exists)
 {
 	Relation	rel;
 	SysScanDesc scan;
@@ -239,7 +244,8 @@ database_for_catalogs(bool *exists)
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
 
 		if (form->datistemplate || !form->datallowconn ||
-			database_is_invalid_form(form))
+			database_is_invalid_form(form) ||
+			(name != NULL && strcmp(NameStr(form->datname), name) != 0))
 			continue;
 		*exists = true;
 		if (!wc_database_wanted(form->oid))
@@ -301,21 +307,14 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 	BackgroundWorker worker;
 	Oid			db = wc_shared->slots[slotno].db;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION | WC_BGWORKER_INTERRUPTIBLE;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strcpy(worker.bgw_library_name, "pg_warmcache");
-	strcpy(worker.bgw_function_name, "pg_warmcache_restore_main");
+	wc_init_dynamic_worker(&worker, "pg_warmcache_restore_main",
+						   "pg_warmcache restore");
 	if (OidIsValid(db))
 		snprintf(worker.bgw_name, BGW_MAXLEN,
 				 "pg_warmcache restore of database %u", db);
 	else
 		strcpy(worker.bgw_name, "pg_warmcache restore of shared catalogs");
-	strcpy(worker.bgw_type, "pg_warmcache restore");
 	worker.bgw_main_arg = Int32GetDatum(slotno);
-	worker.bgw_notify_pid = MyProcPid;
 
 	/* The leader polls the handle; it does not wait for the start here. */
 	return RegisterDynamicBackgroundWorker(&worker, handle);
@@ -423,7 +422,7 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 
 	if (!OidIsValid(share->db))
 	{
-		db = database_for_catalogs(&exists);
+		db = wc_connectable_database(NULL, &exists);
 		if (!exists)
 			give_up_share(leader, share, DB_EXCLUDED);
 		return db;
@@ -530,12 +529,12 @@ all_closed(const RestoreLeader *leader)
  */
 static void
 publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
-			  TimestampTz started)
+			  RestoreSource source, TimestampTz started)
 {
 	int			r;
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	if (wc_shared->last_dump_at == 0)
+	if (wc_shared->last_dump_at == 0 && source == WC_SOURCE_SAVED)
 	{
 		/* The dump was written before this start: show it. */
 		wc_shared->last_dump_at = hdr->dumped_at;
@@ -543,8 +542,13 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
 	}
 	wc_shared->restore_mode = mode;
-	wc_shared->restore_incomplete = false;
-	wc_shared->incomplete_reason[0] = '\0';
+	if (source == WC_SOURCE_SAVED)
+	{
+		wc_shared->restore_incomplete = false;
+		wc_shared->incomplete_reason[0] = '\0';
+	}
+	else
+		wc_shared->followed_os_tier = (int64) os_tier_blocks;
 	wc_shared->restore_started_at = started;
 	wc_shared->restore_finished_at = 0;
 	wc_shared->restore_blocks_total = (int64) hdr->nblocks;
@@ -562,7 +566,7 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
  */
 static void
 report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
-		   TimestampTz started)
+		   RestoreSource source, TimestampTz started)
 {
 	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
 	uint64		os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
@@ -591,17 +595,34 @@ report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->restore_finished_at = finished;
-	wc_shared->restore_incomplete = incomplete;
-	if (incomplete)
-		strlcpy(wc_shared->incomplete_reason, leader->reason,
-				sizeof(wc_shared->incomplete_reason));
+
+	/*
+	 * Only the saved file's restore decides whether automatic dumps may
+	 * replace it; the followed set is the primary's, fetched again anyway.
+	 */
+	if (source == WC_SOURCE_SAVED)
+	{
+		wc_shared->restore_incomplete = incomplete;
+		if (incomplete)
+			strlcpy(wc_shared->incomplete_reason, leader->reason,
+					sizeof(wc_shared->incomplete_reason));
+	}
+	else
+	{
+		uint64		os_tier = pg_atomic_read_u64(&wc_shared->restore_os_tier_done);
+
+		wc_shared->followed_warm = (int64) (done - os_tier);
+		wc_shared->followed_os_tier_warm = (int64) os_tier;
+	}
 	wc_shared->abort_requested = false;
 	LWLockRelease(wc_shared->lock);
 
-	ereport(LOG,
-			(errmsg("pg_warmcache: %s: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
-					leader->stopped ? "restore stopped" :
-					incomplete ? "restore incomplete" : "restore finished",
+	/* A pass over the followed set comes with each of the primary's dumps. */
+	ereport(source == WC_SOURCE_FOLLOWED && !incomplete ? DEBUG1 : LOG,
+			(errmsg("pg_warmcache: %s %s: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+					wc_source_name(source),
+					leader->stopped ? "stopped" :
+					incomplete ? "incomplete" : "finished",
 					(unsigned long long) done,
 					(unsigned long long) hdr->nblocks,
 					(unsigned long long) os,
@@ -615,6 +636,29 @@ report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
 					   (unsigned long long) skip[WC_SKIP_FAILED],
 					   incomplete ? " The saved block list is kept: " : "",
 					   incomplete ? leader->reason : "")));
+}
+
+/* The file a restore reads. */
+const char *
+wc_source_file(RestoreSource source)
+{
+	return source == WC_SOURCE_SAVED ? WC_DUMP_FILE : WC_FOLLOWED_FILE;
+}
+
+/* What a restore is, in words, for status and log lines. */
+const char *
+wc_source_name(RestoreSource source)
+{
+	switch (source)
+	{
+		case WC_SOURCE_SAVED:
+			return "restore";
+		case WC_SOURCE_FOLLOWED:
+			return "follow";
+		case WC_SOURCE_PROMOTION:
+			return "promotion";
+	}
+	return "restore";
 }
 
 /* Leave the restoring state, whatever happened. */
@@ -640,11 +684,15 @@ lead_workers(RestoreLeader *leader)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (ShutdownRequestPending || wc_shared->abort_requested)
+		if (ShutdownRequestPending || wc_shared->abort_requested ||
+			(wc_shared->restore_source == WC_SOURCE_FOLLOWED &&
+			 (!RecoveryInProgress() || wc_follow_primary == WC_FOLLOW_OFF)))
 		{
 			if (!leader->stopped)
 				note_incomplete(leader, ShutdownRequestPending ?
-								"the server shut down" : "aborted");
+								"the server shut down" :
+								wc_shared->abort_requested ? "aborted" :
+								"no longer following");
 			leader->stopped = true;
 			wc_shared->abort_requested = true;	/* the workers look at it */
 			stop_workers(leader);
@@ -667,7 +715,7 @@ lead_workers(RestoreLeader *leader)
  * restoring state; ends it before returning, or on error.
  */
 void
-wc_lead_restore(WarmMode mode)
+wc_lead_restore(WarmMode mode, RestoreSource source)
 {
 	RestoreLeader leader;
 	WarmFileHeader hdr;
@@ -677,28 +725,30 @@ wc_lead_restore(WarmMode mode)
 
 	PG_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
 	{
-		status = wc_check_file(&hdr, &problem);
+		wc_shared->restore_source = source;
+		status = wc_check_file(wc_source_file(source), &hdr, &problem);
 		if (status == WC_FILE_OK)
 		{
 			memset(&leader, 0, sizeof(leader));
 			count_shares(&leader);
 			started = GetCurrentTimestamp();
-			publish_start(&hdr, leader.os_tier_blocks, mode, started);
-			ereport(LOG,
-					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s",
+			publish_start(&hdr, leader.os_tier_blocks, mode, source, started);
+			ereport(source == WC_SOURCE_FOLLOWED ? DEBUG1 : LOG,
+					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s, from %s",
 							(unsigned long long) hdr.nblocks,
 							hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
-							leader.ndbs, wc_mode_name(mode)),
+							leader.ndbs, wc_mode_name(mode),
+							wc_source_file(source)),
 					 leader.os_tier_blocks > 0 ?
 					 errdetail("%llu of the blocks were in the OS page cache only; they go back there.",
 							   (unsigned long long) leader.os_tier_blocks) : 0));
 			lead_workers(&leader);
-			report_end(&leader, &hdr, started);
+			report_end(&leader, &hdr, source, started);
 			if (leader.shares)
 				pfree(leader.shares);
 		}
 		else if (status == WC_FILE_BAD)
-			wc_set_aside_bad_file(problem, WARNING);
+			wc_set_aside_bad_file(wc_source_file(source), problem, WARNING);
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
 

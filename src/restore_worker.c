@@ -148,7 +148,7 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 	uint64		idx = 0;
 
 	memset(plan, 0, sizeof(*plan));
-	if (!wc_reader_open(&r, true))
+	if (!wc_reader_open(&r, wc_source_file(wc_shared->restore_source), true))
 		return;
 	while (wc_reader_next(&r, &run))
 	{
@@ -179,7 +179,7 @@ pass_open(PassReader *pr, const RankPlan *plan, int hi, int lo)
 
 		if (plan->my_blocks[rank] == 0)
 			continue;
-		if (!wc_reader_open(&pr->r[k], true))
+		if (!wc_reader_open(&pr->r[k], wc_source_file(wc_shared->restore_source), true))
 			break;
 		wc_reader_seek(&pr->r[k], plan->first[rank], plan->nruns[rank]);
 		pr->have[k] = wc_reader_next(&pr->r[k], &pr->cur[k]);

@@ -26,7 +26,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache'"),
-	'1.1',
+	'1.2',
 	'CREATE EXTENSION works without preloading');
 
 $node->safe_psql(

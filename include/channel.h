@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * channel.h
+ *		The standby channel: a primary publishes its dump file in a table
+ *		of its database postgres, and a standby that follows it reads the
+ *		table back into a file of its own (channel.c).
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/channel.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_CHANNEL_H
+#define PG_WARMCACHE_CHANNEL_H
+
+#include "postgres.h"
+
+/* The database where the channel's table lives, on every server. */
+#define WC_CHANNEL_DATABASE		"postgres"
+#define WC_CHANNEL_TABLE		"warmcache_published"
+
+/* What a standby keeps of the primary's hot set: pg_warmcache.follow_primary */
+typedef enum FollowMode
+{
+	WC_FOLLOW_OFF,
+	WC_FOLLOW_OS,				/* the OS page cache */
+	WC_FOLLOW_BUFFER			/* also shared buffers, as far as free */
+} FollowMode;
+
+/* What the channel last found; a change is logged once. */
+typedef enum FollowState
+{
+	WC_FOLLOW_NOT_LOOKED,
+	WC_FOLLOW_NO_DATABASE,		/* no database postgres to read it in */
+	WC_FOLLOW_NO_TABLE,			/* no extension, or one older than 1.2 */
+	WC_FOLLOW_NOTHING_PUBLISHED,	/* the table is empty */
+	WC_FOLLOW_UNUSABLE,			/* what it holds is not a usable file */
+	WC_FOLLOW_FOLLOWING,
+	WC_FOLLOW_PROMOTED			/* the standby was promoted */
+} FollowState;
+
+extern const char *wc_follow_state_name(FollowState state);
+
+/* Called by the autowarm worker. */
+extern void wc_publish(void);
+extern bool wc_fetch_followed(void);
+
+/* The entry point of the short-lived worker that reads or writes the table */
+extern PGDLLEXPORT void pg_warmcache_channel_main(Datum arg);
+
+#endif							/* PG_WARMCACHE_CHANNEL_H */
