@@ -289,7 +289,7 @@ pg_warmcache_main(Datum arg)
 			wc_publish();
 			MemoryContextReset(cxt);
 			if (wc_shared->publish_pending)
-				timeout = 1000;	/* could not now: soon again */
+				timeout = 5000;	/* not now: no standby, or busy */
 		}
 
 		if (timeout > 100 && wc_autowarm && wc_dump_interval > 0)

@@ -7,7 +7,7 @@
  * channel is a table, not a new kind of WAL or a connection: the
  * extension's table warmcache_published in the database postgres holds the
  * primary's last dump file, cut into chunks of WC_CHUNK_BYTES.  After each
- * dump on a primary (wal_level replica or above), the autowarm worker
+ * dump on a primary that a standby streams from, the autowarm worker
  * starts a short-lived worker connected to postgres that replaces the rows
  * in one transaction.  Their WAL replays on every standby, cascading ones
  * too, whatever the library does there, and a standby that is behind reads
@@ -46,6 +46,9 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/spin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
@@ -170,20 +173,53 @@ run_channel_worker(ChannelJob job)
 }
 
 /*
- * On a primary, after a dump: publish it, if one waits to be.  Servers at
- * wal_level minimal have no standby to publish to.
+ * Is a standby streaming from this server?  Without one, nobody would read
+ * what is published yet: the last dump waits for one to connect.
+ */
+static bool
+standby_streaming(void)
+{
+	int			i;
+
+	if (WalSndCtl == NULL)
+		return false;
+	for (i = 0; i < max_wal_senders; i++)
+	{
+		WalSnd	   *walsnd = &WalSndCtl->walsnds[i];
+		pid_t		pid;
+
+		SpinLockAcquire(&walsnd->mutex);
+		pid = walsnd->pid;
+		SpinLockRelease(&walsnd->mutex);
+		if (pid != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * On a primary, after a dump: publish it, if one waits to be and a standby
+ * streams from this server.
  */
 void
 wc_publish(void)
 {
+	bool		now;
 	bool		pending;
 	bool		exists;
 
+	/*
+	 * Without a standby now, the dump waits for one to connect; at
+	 * wal_level minimal there is never one.
+	 */
+	now = XLogStandbyInfoActive() && !RecoveryInProgress() &&
+		standby_streaming();
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	pending = wc_shared->publish_pending;
-	wc_shared->publish_pending = false;
+	pending = wc_shared->publish_pending && now;
+	if (pending || !XLogStandbyInfoActive())
+		wc_shared->publish_pending = false;
 	LWLockRelease(wc_shared->lock);
-	if (!pending || RecoveryInProgress() || !XLogStandbyInfoActive())
+	if (!pending)
 		return;
 	if (OidIsValid(wc_connectable_database(WC_CHANNEL_DATABASE, &exists)) &&
 		run_channel_worker(WC_CHANNEL_PUBLISH))

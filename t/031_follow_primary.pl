@@ -156,14 +156,22 @@ is(status($os, 'follow_state'), 'promoted', 'the status says promoted');
 ok(!-e $os->data_dir . '/pg_warmcache.followed',
 	'the followed file is gone after the load');
 
-# The promoted server publishes its own dumps.
+# The promoted server publishes its own dumps, once a standby streams from
+# it: without one, nobody would read them.
 $os->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+sleep 6;
+is( $os->safe_psql(
+		'postgres', 'SELECT max(dumped_at) FROM warmcache_published'),
+	$published_again,
+	'without a standby, the promoted server does not publish');
+$os->backup('backup_os');
+my $next = new_standby($os, 'backup_os', 'next_standby', 'off');
 $os->poll_query_until('postgres',
 	"SELECT max(dumped_at) > '$published_again' FROM warmcache_published")
   or die 'timed out waiting for the promoted server to publish';
-pass('the promoted server publishes its dumps');
+pass('once a standby streams from it, the promoted server publishes its last dump');
 
-$_->stop for ($cascade, $buf, $off, $os, $primary);
+$_->stop for ($next, $cascade, $buf, $off, $os, $primary);
 
 # A primary without pg_warmcache: one clear line on the standby, nothing
 # else; once the extension is there without the library, another.
