@@ -23,6 +23,12 @@
 #include "engine.h"
 #include "restore.h"
 
+/*
+ * The CPU the restore, and a dump's walk of the OS cache, take while
+ * queries are busy: percent of one core.
+ */
+#define WC_BUSY_CPU_PERCENT 10
+
 /* Why a pacer stopped the engine. */
 typedef enum PacerStop
 {
@@ -60,5 +66,7 @@ extern void wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot,
 extern bool wc_pacer_check(RestorePacer *pacer);
 extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
 extern bool wc_database_wanted(Oid db);
+extern void wc_look_at_backends(bool *reading, bool *on_cpu);
+extern int64 wc_cpu_time_us(void);
 
 #endif							/* PG_WARMCACHE_PACER_H */

@@ -18,7 +18,8 @@
  * of the database.  Temporary relations and init forks are left out, and
  * unlogged relations (those with an init fork) unless asked for, as the
  * buffer tier does.  The blocks also in shared buffers are not taken out:
- * the restore finds them in the page cache, at no I/O cost.
+ * the restore finds them in the page cache, at no I/O cost.  While queries
+ * are busy on the CPU the walk keeps to the restore's CPU budget.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -36,13 +37,19 @@
 #include "catalog/pg_tablespace_d.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 #include "storage/fd.h"
+#include "storage/latch.h"
 
 #include "compat.h"
 #include "dumpfile.h"
 #include "oscache.h"
+#include "pacer.h"
 
 /* What a scan of the relation files needs at hand. */
+/* CPU the walk spends between two looks at the queries, in microseconds */
+#define WC_SCAN_SLICE_US	5000
+
 typedef struct OsScan
 {
 	bool		include_unlogged;
@@ -51,6 +58,7 @@ typedef struct OsScan
 	unsigned char *vec;			/* mincore() residency of one segment */
 	size_t		vec_pages;
 	size_t		page_size;
+	int64		cpu_at;			/* CPU time when the scan last yielded */
 } OsScan;
 
 /*
@@ -174,6 +182,36 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 }
 
 /*
+ * While queries run on the CPU, the walk takes at most WC_BUSY_CPU_PERCENT
+ * of a core, as the restore does: after each WC_SCAN_SLICE_US of CPU it
+ * sleeps for as long as that share asks.  Idle, or at shutdown, it runs.
+ */
+static void
+yield_cpu(OsScan *scan)
+{
+	int64		spent = wc_cpu_time_us() - scan->cpu_at;
+	bool		reading;
+	bool		on_cpu;
+	long		ms;
+
+	if (spent < WC_SCAN_SLICE_US)
+		return;
+	wc_look_at_backends(&reading, &on_cpu);
+	ms = (long) (spent * (100 - WC_BUSY_CPU_PERCENT) / WC_BUSY_CPU_PERCENT / 1000);
+	while (on_cpu && ms > 0 && !ShutdownRequestPending)
+	{
+		long		slice = Min(ms, 100);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 slice, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		ms -= slice;
+	}
+	scan->cpu_at = wc_cpu_time_us();
+}
+
+/*
  * Scan the relation files of one directory: db and spc name what it holds.
  */
 static void
@@ -206,6 +244,7 @@ scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
 		key.fork = (uint32) fork;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		scan_segment(scan, path, &key, segno * RELSEG_SIZE);
+		yield_cpu(scan);
 	}
 	FreeDir(d);
 }
@@ -268,6 +307,7 @@ wc_scan_os_cache(bool include_unlogged, OsRunCallback emit, void *arg)
 	scan.emit = emit;
 	scan.arg = arg;
 	scan.page_size = (size_t) sysconf(_SC_PAGESIZE);
+	scan.cpu_at = wc_cpu_time_us();
 	if (scan.page_size == 0 || BLCKSZ % scan.page_size != 0)
 		return;					/* pages larger than blocks: not measured */
 	scan.vec_pages = (size_t) RELSEG_SIZE * (BLCKSZ / scan.page_size);

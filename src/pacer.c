@@ -75,8 +75,6 @@
 /* Queries seen on a CPU this recently make the restore frugal, in ms. */
 #define WC_BUSY_MEMORY_MS	200
 
-/* The restore's CPU while queries are busy: percent of one core. */
-#define WC_BUSY_CPU_PERCENT 10
 
 /* How far ahead of real time a budget's clock may run, in microseconds. */
 #define WC_BUDGET_BURST_US	100000
@@ -225,13 +223,13 @@ is_restore_process(int pid)
  * client.  Auxiliary processes (18's I/O workers among them) sit above
  * MaxBackends and are not looked at: they work on others' behalf.
  */
-static void
-look_at_backends(RestorePacer *pacer, TimestampTz now)
+void
+wc_look_at_backends(bool *reading, bool *on_cpu)
 {
-	bool		reading = false;
 	int			i;
 
-	for (i = 0; i < MaxBackends && !reading; i++)
+	*reading = *on_cpu = false;
+	for (i = 0; i < MaxBackends && !*reading; i++)
 	{
 		PGPROC	   *proc = &ProcGlobal->allProcs[i];
 		int			pid = proc->pid;
@@ -250,16 +248,25 @@ look_at_backends(RestorePacer *pacer, TimestampTz now)
 		if (is_restore_process(pid))
 			continue;
 		if (wait == 0)
-			pacer->fg_busy_at = now;
+			*on_cpu = true;
 		else
-			reading = true;
+			*reading = true;
 	}
-	pacer->fg_reading = reading;
+}
+
+static void
+look_at_backends(RestorePacer *pacer, TimestampTz now)
+{
+	bool		on_cpu;
+
+	wc_look_at_backends(&pacer->fg_reading, &on_cpu);
+	if (on_cpu)
+		pacer->fg_busy_at = now;
 }
 
 /* This process's CPU time, in microseconds. */
-static int64
-cpu_time_us(void)
+int64
+wc_cpu_time_us(void)
 {
 	struct timespec ts;
 
@@ -309,7 +316,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 {
 	RestorePacer *pacer = (RestorePacer *) base;
 	uint64		blocks = in_buffers + os_only;
-	int64		cpu_now = cpu_time_us();
+	int64		cpu_now = wc_cpu_time_us();
 	int64		cpu_spent = cpu_now - pacer->cpu_used;
 	int64		sleep_us = 0;
 	TimestampTz now;
