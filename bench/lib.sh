@@ -82,12 +82,15 @@ use_pg() {
 	PG_CONFIG=$(find_pg_config "$1")
 	BINDIR=$("$PG_CONFIG" --bindir)
 	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
-	PRIVLIB=$BENCH_BASE/lib-$PG_MAJOR
+	# One private library and build per work tree: benchmarks of two work
+	# trees on one machine must not load each other's code.
+	BUILD_KEY=$PG_MAJOR-$(printf '%s' "$REPO" | md5sum | cut -c1-8)
+	PRIVLIB=$BENCH_BASE/lib-$BUILD_KEY
 	[ -x "$BINDIR/pgbench" ] || die "$BINDIR/pgbench missing"
 	[ -f "$PKGLIBDIR/pg_prewarm.so" ] || die "contrib pg_prewarm missing in $PKGLIBDIR"
 	mkdir -p "$PRIVLIB"
 	if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-		local b=$BENCH_BASE/build-$PG_MAJOR
+		local b=$BENCH_BASE/build-$BUILD_KEY
 		say "building pg_warmcache from $REPO for PostgreSQL $PG_MAJOR in $b"
 		rm -rf "$b" && mkdir -p "$b"
 		tar -C "$REPO" --exclude-vcs --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
@@ -110,7 +113,7 @@ use_pg() {
 # sessions install their own builds there, and CREATE EXTENSION must read
 # the SQL scripts of the build under measurement.
 install_ext() {
-	local b=$BENCH_BASE/build-$PG_MAJOR
+	local b=$BENCH_BASE/build-$BUILD_KEY
 	[ -f "$b/pg_warmcache.so" ] || die "no build in $b: run without SKIP_INSTALL=1 once"
 	(
 		flock 7
