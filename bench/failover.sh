@@ -4,7 +4,7 @@
 #
 #   bench/failover.sh [--pg 15|18|15,18] [--reps 3] [--methods none,os,buffer]
 #                     [--seconds 60] [--follow-seconds 60] [--dump-interval 15]
-#                     [--scale 100] [--no-cost] [--cost-only]
+#                     [--scale 100] [--no-cost] [--cost-only] [--first-rep 1]
 #
 # Per major: builds and installs pg_warmcache (bench/lib.sh), a primary on
 # the local disk ($BENCH_BASE/failover-pg<major>-s<scale>/primary) and a
@@ -22,7 +22,8 @@
 # drop_caches, under the cap, at the start and at the end of each major.
 #
 # Per repetition, each method once, the order rotated from one repetition to
-# the next (none = follow_primary off, os, buffer):
+# the next (none = follow_primary off, os, buffer; --first-rep N numbers
+# them from N, to add repetitions to an earlier run's raw/ later):
 #   1. start the primary (pg_warmcache.dump_interval = --dump-interval, 15 s),
 #      pg_prewarm every relation fork of bench: it is warm;
 #   2. the standby cold: stopped, its data directory replaced by the
@@ -44,6 +45,9 @@
 # dump's CPU (the backend's /proc/self/schedstat), the publish worker's CPU
 # (the postmaster's cutime + cstime: the only process that exits meanwhile),
 # the wall time; and as a control the WAL of the same time without a dump.
+# Then the same right after a CHECKPOINT: the first change of the table's
+# pages after one writes them whole to WAL, which at dump_interval 300 and
+# the default checkpoint_timeout (5 min) is most publications.
 # Then the dump file's size and the published rows' size.
 #
 # Output in bench/out/<timestamp>-failover/ (OUT_DIR overrides): results.md
@@ -62,7 +66,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 pgs=15 reps=3 methods=none,os,buffer seconds=60 follow_seconds=60 dump_interval=15 scale=100
-cost=1 runs=1
+cost=1 runs=1 first_rep=1
 args=("$@")
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -75,6 +79,7 @@ while [ $# -gt 0 ]; do
 	--scale) scale=$2; shift 2 ;;
 	--no-cost) cost=0; shift ;;
 	--cost-only) runs=0; shift ;;
+	--first-rep) first_rep=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -82,7 +87,7 @@ done
 need_root
 COST_REPS=${COST_REPS:-5}
 STEADY_LAST=30
-for v in reps seconds follow_seconds dump_interval scale COST_REPS; do
+for v in reps seconds follow_seconds dump_interval scale COST_REPS first_rep; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
 done
 ((reps >= 1 && seconds >= 1 && follow_seconds > STEADY_LAST)) ||
@@ -303,7 +308,7 @@ cost() {
 		sleep 0.5
 	done
 	pm=$SERVER_PID
-	pgb -T $((COST_REPS * 25 + 40)) >"$out/raw/$key-cost.pgbench" 2>&1 &
+	pgb -T $((COST_REPS * 30 + 40)) >"$out/raw/$key-cost.pgbench" 2>&1 &
 	bg=$!
 	sleep 10
 	{
@@ -338,10 +343,25 @@ select pg_sleep(0.5) \\g /dev/null
 insert into m select $i, 'publish', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0'), :b1 - :b0,
   pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), :blocks;
 select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, extract(epoch from clock_timestamp()) as t0 \\gset
-select pg_sleep(coalesce((select wall_ms from m where rep = $i) / 1000, 1)) \\g /dev/null
+select pg_sleep(coalesce((select wall_ms from m where rep = $i and kind = 'publish') / 1000, 1)) \\g /dev/null
 insert into m select $i, 'control', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0'), 0,
   pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), 0;
-select pg_sleep(10) \\g /dev/null
+select pg_sleep(5) \\g /dev/null
+checkpoint;
+select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, pg_temp.mycpu() as b0, pg_temp.published() as d0,
+       extract(epoch from clock_timestamp()) as t0 \\gset
+select warmcache_dump_now() as blocks, pg_temp.mycpu() as b1 \\gset
+select set_config('bench.d0', :'d0', false) \\g /dev/null
+do \$\$ begin
+  for i in 1..600 loop
+    exit when pg_temp.published() <> current_setting('bench.d0');
+    perform pg_sleep(0.05);
+  end loop;
+end \$\$;
+select pg_sleep(0.5) \\g /dev/null
+insert into m select $i, 'after checkpoint', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0'), :b1 - :b0,
+  pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), :blocks;
+select pg_sleep(5) \\g /dev/null
 EOF
 		done
 		cat <<'EOF'
@@ -394,7 +414,7 @@ for pg in "${pglist[@]}"; do
 			"so_md5=$SO_MD5" "capped=${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA" \
 			"dump_interval=$dump_interval" "follow_seconds=$follow_seconds" "seconds=$seconds"
 		if [ $runs = 1 ]; then
-			for ((rep = 1; rep <= reps; rep++)); do
+			for ((rep = first_rep; rep < first_rep + reps; rep++)); do
 				one_rep "$rep"
 			done
 			dd_standby end
