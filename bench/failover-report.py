@@ -268,9 +268,9 @@ for key in keys:
             f"capped volume: TPS after the promotion (median of {nrep} reps)' noenhanced",
             "set xlabel 'seconds since the promotion (pgbench -S -c 2 -j 2 -M prepared against the promoted standby)'",
             "set ylabel 'TPS / primary steady-state TPS'",
-            "set key bottom right",
+            "set key below horizontal",
             "set grid",
-            "set yrange [0:1.2]",
+            "set yrange [0:*]",
             "set xrange [0:*]",
             "plot " + ", \\\n     ".join(plots),
             ""])
@@ -284,10 +284,11 @@ for key in keys:
             p(f"\n(gnuplot failed: {e})")
 
     # the primary's cost of publishing
-    cf = os.path.join(raw, f"{key}-cost.csv")
-    if os.path.exists(cf):
-        cm = meta(os.path.join(raw, f"{key}-cost.meta"))
-        rows = list(csv.DictReader(open(cf)))
+    # several cost files (an added run's <key>-cost2.csv ...): all rows count
+    cfs = sorted(glob.glob(os.path.join(raw, f"{key}-cost*.csv")))
+    if cfs:
+        cm = meta(cfs[-1][:-4] + ".meta")
+        rows = [r for cf in cfs for r in csv.DictReader(open(cf))]
         pub = [r for r in rows if r.get("kind") == "publish"]
         ctl = [r for r in rows if r.get("kind") == "control"]
         ckp = [r for r in rows if r.get("kind") == "after checkpoint"]
