@@ -173,7 +173,7 @@ for key in keys:
                  load_secs=pr["secs"], blocks=pr["blocks"], total=pr["total"], rate=pr["rate"],
                  word=pr["word"], before=" ".join(before),
                  ready_s=float(rm["standby_ready"]) - float(rm["standby_launch"]) if rm.get("standby_ready") else None,
-                 load=rm.get("load_end"))
+                 load=rm.get("load_end"), drops=rm.get("foreign_drop_caches", "?"))
         runs.setdefault(method, []).append(r)
         summary.append([key, method, rep, steady, t90, r["m30"], r["m60"], r["promote_s"], r["load_done"],
                         r["load_secs"], r["blocks"], r["total"], r["rate"], r["word"], r["ready_s"], r["load"],
@@ -203,17 +203,18 @@ for key in keys:
           "restore_source, follow_state, followed_dump_at, followed buffer / OS tier, of which warm, "
           "restore blocks done / total, in recovery, buffers in use; then the primary's last published "
           "dump), the promotion's own log line, `pg_ctl promote -w`'s time, the standby's start-up time "
-          "(pg_ctl start to ready), load average at the end.")
+          "(pg_ctl start to ready), load average at the end, and how often other work dropped the OS cache during "
+          "the run (the kernel's log; `?`: not recorded).")
         p("")
-        p("| run | steady | t90 | mean 30 / 60 | status before the failover | promotion load (log) | promote (s) | standby start (s) | load |")
-        p("|---|---:|---:|---|---|---|---:|---:|---:|")
+        p("| run | steady | t90 | mean 30 / 60 | status before the failover | promotion load (log) | promote (s) | standby start (s) | load | others' drop_caches |")
+        p("|---|---:|---:|---|---|---|---:|---:|---:|---:|")
         for method in order:
             for r in sorted(runs[method], key=lambda r: r["rep"]):
                 lg = (f"{r['word']}: {r['blocks']} of {r['total']} in {r['load_secs']:.2f} s, {r['rate']:.0f} MB/s"
                       if r["word"] else "-")
                 p(f"| {method} r{r['rep']} | {fmt(r['steady'], '.0f')} | {fmt(r['t90'], '.0f', '>' + str(r['n']))} | "
                   f"{fmt(r['m30'])} / {fmt(r['m60'])} | {r['before'].replace('|', ' ')} | {lg} | "
-                  f"{fmt(r['promote_s'], '.2f')} | {fmt(r['ready_s'], '.1f')} | {r['load'] or '-'} |")
+                  f"{fmt(r['promote_s'], '.2f')} | {fmt(r['ready_s'], '.1f')} | {r['load'] or '-'} | {r['drops']} |")
 
         # The same against one steady state for all runs of this major (the
         # median of the runs' steady states): other work on the machine

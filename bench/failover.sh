@@ -229,6 +229,14 @@ STATUS_SQL="select now()::time(2), state, restore_source, follow_state, followed
 
 status_line() { sql "$STATUS_SQL" 2>&1 | tr '\n' ' ' || true; echo; }
 
+# foreign_drops UPTIME0 UPTIME1: how often someone else dropped the OS cache
+# between those two moments (the kernel logs each drop_caches): such a run
+# did not have the caches this script gave it.
+foreign_drops() {
+	dmesg 2>/dev/null | awk -v a="$1" -v b="$2" -F'[][]' \
+		'/drop_caches/ { t = $2 + 0; if (t >= a && t <= b) n++ } END { print n + 0 }'
+}
+
 # one_run METHOD REP
 one_run() {
 	local m=$1 rep=$2 name sampler t_stop t_promote t_promoted t_bench t_end load
@@ -238,7 +246,8 @@ one_run() {
 	fresh_standby "$m"
 	drop_caches
 	pg_start "$S_CL/logs/$name.log"
-	local t_sready=$T_READY
+	local t_sready=$T_READY up0 up1
+	read -r up0 _ </proc/uptime
 	say "$name: standby ready after $(elapsed "$T_LAUNCH" "$T_READY") s; pgbench on the primary ${follow_seconds} s"
 	(
 		for ((i = 0; i < follow_seconds / 5 + 1; i++)); do
@@ -266,12 +275,14 @@ one_run() {
 	pgb -T "$seconds" >"$out/raw/$name.pgbench" 2>&1 || say "WARNING: pgbench on the promoted standby failed"
 	t_end=$(now)
 	read -r load _ </proc/loadavg
+	read -r up1 _ </proc/uptime
 	status_line >"$out/raw/$name.after"
 	pg_stop
 	cp "$S_CL/logs/$name.log" "$out/raw/$name.log"
 	write_meta "$out/raw/$name.meta" "method=$m" "rep=$rep" "standby_launch=$T_LAUNCH" "standby_ready=$t_sready" \
 		"primary_stop=$t_stop" "promote=$t_promote" "promoted=$t_promoted" "bench_start=$t_bench" \
-		"bench_end=$t_end" "load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
+		"bench_end=$t_end" "load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")" \
+		"foreign_drop_caches=$(foreign_drops "$up0" "$up1")"
 	say "$name: $(grep -o 'pg_warmcache: promotion [a-z]*: .*' "$out/raw/$name.log" || echo 'no promotion load logged')"
 }
 
