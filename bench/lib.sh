@@ -22,13 +22,17 @@
 #   EXTRA_CONF     extra postgresql.conf lines for every server, e.g.
 #                  $'maintenance_io_concurrency = 32\nio_method = worker'
 #   SKIP_INSTALL=1 do not build and install pg_warmcache
-#   BENCH_LOCK     a lock file the scripts hold around each step (see locked)
+#   BENCH_LOCK     a lock file the scripts hold around each step (see locked;
+#                  /var/lock/pg_warmcache-bench.lock by default, so that two
+#                  benchmarks never measure at once; empty when the caller
+#                  holds it already)
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$BENCH_DIR/common.sh"
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 BENCH_BASE=${BENCH_BASE:-/var/tmp/pgwc-bench}
 CAPPED_DIR=${CAPPED_DIR:-/var/tmp/capped}
+BENCH_LOCK=${BENCH_LOCK-/var/lock/pg_warmcache-bench.lock}
 CAPPED_SIZE=${CAPPED_SIZE:-8G}
 PGWC_PORT=${PGWC_PORT:-5440}
 PGWC_CACHE=${PGWC_CACHE:-/var/cache/pg_warmcache}

@@ -133,7 +133,7 @@ set_follow_state(FollowState state, const char *problem)
 					(errmsg("pg_warmcache: the primary has not published its hot set yet"),
 					 errdetail("Table %s in database \"%s\" is empty.",
 							   WC_CHANNEL_TABLE, WC_CHANNEL_DATABASE),
-					 errhint("The primary publishes after each dump, with pg_warmcache in \"shared_preload_libraries\", \"pg_warmcache.autowarm\" on and \"pg_warmcache.dump_interval\" above zero.")));
+					 errhint("The primary publishes after each dump, with pg_warmcache in \"shared_preload_libraries\", \"pg_warmcache.autowarm\" on and \"pg_warmcache.dump_interval\" above zero; or this standby has not replayed that far yet.")));
 			break;
 		case WC_FOLLOW_UNUSABLE:
 			ereport(LOG,
