@@ -501,7 +501,7 @@ stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
  * Prefault ahead of the buffers being filled (see wc_prefault_buffers):
  * when the last one filled comes within WC_PREFAULT_MAX of the end of the
  * prefaulted stretch, the next WC_PREFAULT_MAX buffer IDs (after a jump,
- * those after the last one), as long as the job may need them.  Where none
+ * those after the last one), no more than the job may still need.  Where none
  * of them is unused, the free list is empty and the job goes on without.
  * The pages are mapped into this process, which copies the blocks.
  */
@@ -521,7 +521,9 @@ prefault_ahead(WarmJob *job, Buffer last)
 	if (near && id + WC_PREFAULT_MAX < job->prefault_next)
 		return;
 	first = near ? job->prefault_next : id + 1;
-	job->prefault_next = Min(NBuffers, first + WC_PREFAULT_MAX);
+	job->prefault_next = Min(NBuffers,
+							 first + (int) Min((uint64) WC_PREFAULT_MAX,
+											   job->prefault_left));
 	if (first >= job->prefault_next)
 		return;
 	(void) wc_prefault_buffers(first, job->prefault_next, true, &unused);
