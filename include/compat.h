@@ -134,8 +134,7 @@ wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 #include "storage/read_stream.h"
 /*
  * Whether a read stream's reads copy the blocks in this process: on 18
- * with io_method = worker, I/O worker processes do (ReadBuffer() reads
- * synchronously in any case).
+ * with io_method = worker, I/O worker processes do.
  */
 #if PG_VERSION_NUM >= 180000
 #include "storage/aio.h"

@@ -88,9 +88,8 @@ struct WarmPacer
 								 * no advice */
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
-	bool		copy_here;		/* buffer mode: copy the blocks in this
-								 * process, never through I/O workers,
-								 * and prefault ahead (a parallel warm) */
+	bool		prefault;		/* buffer mode: prefault ahead as warm()
+								 * does (a parallel warm's processes) */
 	bool		buffers_full;	/* set by the engine when no_evict hit */
 	WarmAdvice	advice;			/* kept by the engine across calls */
 };

@@ -868,8 +868,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 		WC_MODE_READ : mode;
 	job.pacer = pacer;
 	job.use_stream = WC_HAVE_READ_STREAM && job.mode == WC_MODE_BUFFER &&
-		!(pacer && pacer->no_evict) &&
-		!(pacer && pacer->copy_here && !WC_STREAM_COPIES_HERE());
+		!(pacer && pacer->no_evict);
 	job.advice = pacer ? &pacer->advice : &job.local_advice;
 	job.cur.ranges = job.adv.ranges = ranges;
 	job.cur.nranges = job.adv.nranges = nranges;
@@ -884,7 +883,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	 */
 	job.prefault = job.mode == WC_MODE_BUFFER &&
 		!RelationUsesLocalBuffers(rel) &&
-		(pacer == NULL || pacer->copy_here) &&
+		(pacer == NULL || pacer->prefault) &&
 		(!job.use_stream || WC_STREAM_COPIES_HERE());
 	for (i = 0; i < nranges; i++)
 		job.prefault_left += ranges[i].count;

@@ -22,8 +22,9 @@
  * one shared memory file.  So in mode buffer the workers first prefault the
  * memory of the unused buffers the warm is about to fill, in bulk, while
  * the caller copies blocks into buffers already faulted in; then they take
- * stripes too.  Every process copies the blocks itself: on 18, I/O workers
- * would otherwise do all the copies of all the processes.
+ * stripes too.  Not where I/O workers copy the blocks (18, io_method =
+ * worker): they fault the pages in themselves, and prefaulting beside them
+ * only took CPU from them.
  *
  * The result is the single process's: the caller checked privileges and
  * holds its locks; the workers count the blocks of the stripes they
@@ -329,7 +330,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.window = pw->window;
-	pacer.copy_here = true;
+	pacer.prefault = true;
 
 	while (claim_stripe(pw, &i))
 	{
@@ -420,7 +421,7 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pw->stripe_blocks = stripe_blocks;
 	pw->nstripes = nstripes;
 	pg_atomic_init_u32(&pw->next_stripe, 0);
-	pw->prefault = (mode == WC_MODE_BUFFER);
+	pw->prefault = (mode == WC_MODE_BUFFER && WC_STREAM_COPIES_HERE());
 	pg_atomic_init_u32(&pw->next_chunk, 0);
 	pg_atomic_init_u32(&pw->free_seen, 0);
 	pg_atomic_init_u32(&pw->prefaulted, 0);
@@ -536,7 +537,7 @@ pg_warmcache_warm_main(Datum arg)
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.pace = pace_worker;
 	pacer.window = pw->window;
-	pacer.copy_here = true;
+	pacer.prefault = true;
 	while (claim_stripe(pw, &i))
 	{
 		WarmRange	r = stripe_range(pw, i);
