@@ -132,6 +132,16 @@ wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 #if PG_VERSION_NUM >= 170000
 #define WC_HAVE_READ_STREAM 1
 #include "storage/read_stream.h"
+/*
+ * Whether a read stream's reads copy the blocks in this process: on 18
+ * with io_method = worker, I/O worker processes do.
+ */
+#if PG_VERSION_NUM >= 180000
+#include "storage/aio.h"
+#define WC_STREAM_COPIES_HERE() (io_method != IOMETHOD_WORKER)
+#else
+#define WC_STREAM_COPIES_HERE() true
+#endif
 #if PG_VERSION_NUM >= 180000
 /* Our callback takes no locks, so batching is safe. */
 #define WC_READ_STREAM_FLAGS \
@@ -142,6 +152,7 @@ wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 #else
 #define WC_HAVE_READ_STREAM 0
 #define WC_READ_STREAM_FLAGS 0
+#define WC_STREAM_COPIES_HERE() true
 typedef struct ReadStream ReadStream;
 typedef BlockNumber (*ReadStreamBlockNumberCB) (ReadStream *stream,
 												void *callback_private_data,

@@ -88,9 +88,14 @@ struct WarmPacer
 								 * no advice */
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
+	bool		prefault;		/* buffer mode: prefault ahead as warm()
+								 * does (a parallel warm's processes) */
 	bool		buffers_full;	/* set by the engine when no_evict hit */
 	WarmAdvice	advice;			/* kept by the engine across calls */
 };
+
+/* Most buffers wc_prefault_buffers() takes at once (2 MB of 8 kB blocks). */
+#define WC_PREFAULT_MAX		256
 
 extern WarmMode wc_parse_mode(const char *name);
 extern const char *wc_mode_name(WarmMode mode);
@@ -99,5 +104,7 @@ extern int	wc_default_window(void);
 extern uint64 wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 							 const WarmRange *ranges, int nranges,
 							 WarmPacer *pacer);
+extern uint32 wc_prefault_buffers(int first, int last, bool map,
+								  uint32 *unused);
 
 #endif							/* PG_WARMCACHE_ENGINE_H */

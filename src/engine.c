@@ -14,6 +14,14 @@
  * loads blocks one by one (15, 16) or through a read stream (17+).  The
  * window is sized from maintenance_io_concurrency.
  *
+ * Where the data is in the OS cache already, the copy is cheap and most of
+ * the cost of mode buffer right after a start is the kernel's: the first
+ * write to each page of shared memory faults it in, allocating and zeroing
+ * it.  warm() faults the memory of the buffers it is about to fill in bulk
+ * ahead of the copies (wc_prefault_buffers), which costs less than one
+ * fault per page, and the workers of a parallel warm do it for the caller
+ * (parallel_warm.c).
+ *
  * A pacer (engine.h) lets the restore change the window and sleep between
  * chunks; warm() and warm_table() (warm.c) run at full speed.
  *
@@ -27,7 +35,9 @@
 #include "postgres.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #ifdef __linux__
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #endif
 
@@ -68,6 +78,11 @@
 #define WC_ADVICE_GAIN		1.10
 #define WC_PROBE_BLOCKS		16384
 #define WC_MAX_PROBE_BLOCKS	(1 << 20)
+
+/* Linux 5.14; older kernels refuse it, and the pages are read instead. */
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /* One open segment file of the fork being warmed. */
 typedef struct SegFile
@@ -336,6 +351,113 @@ advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf,
 	advise_flush(sf, pstart, pend);
 }
 
+/*
+ * Fault in the memory of [start, start + len) of shared buffers where it is
+ * not resident yet, or with map all of it, mapping it into this process;
+ * returns the bytes faulted in.  MADV_POPULATE_WRITE maps the pages without
+ * writing to them, so a buffer that another process takes meanwhile keeps
+ * its contents; where the kernel lacks it, reading one byte per page faults
+ * the page in just as well (shared memory has no zero page), again without
+ * writing.
+ */
+static Size
+prefault_memory(char *start, Size len, bool map)
+{
+	static Size pagesize = 0;
+	static bool populate_works = true;
+	char	   *first;
+	char	   *end;
+	char	   *p;
+	Size		faulted = 0;
+#ifdef __linux__
+	unsigned char vec[WC_PREFAULT_MAX * BLCKSZ / 4096 + 2];
+	Size		npages;
+	Size		i;
+#endif
+
+	if (pagesize == 0)
+		pagesize = (Size) sysconf(_SC_PAGESIZE);
+	first = (char *) TYPEALIGN_DOWN(pagesize, start);
+	end = (char *) TYPEALIGN(pagesize, start + len);
+
+#ifdef __linux__
+	npages = (end - first) / pagesize;
+	if (map || npages > lengthof(vec) ||
+		mincore(first, end - first, vec) != 0)
+		memset(vec, 0, sizeof(vec));	/* all of it */
+	for (i = 0; i < npages && i < lengthof(vec); i++)
+	{
+		Size		run;
+
+		if (vec[i] & 1)
+			continue;
+		for (run = 1; i + run < npages && !(vec[i + run] & 1); run++)
+			;
+		p = first + i * pagesize;
+		if (!populate_works ||
+			madvise(p, run * pagesize, MADV_POPULATE_WRITE) != 0)
+		{
+			populate_works = false;
+			for (; p < first + (i + run) * pagesize; p += pagesize)
+				(void) *(volatile char *) p;
+		}
+		faulted += run * pagesize;
+		i += run;
+	}
+#else
+	for (p = first; p < end; p += pagesize)
+		(void) *(volatile char *) p;
+	faulted = end - first;
+#endif
+	return faulted;
+}
+
+/*
+ * Prefault the memory of the unused buffers among buffer IDs [first, last),
+ * in runs of consecutive ones, at most WC_PREFAULT_MAX of them.  *unused
+ * gets the number of unused buffers.  With map, the pages are also mapped
+ * into this process, resident or not (it is about to fill them); else
+ * resident ones are skipped.  Returns the buffers faulted in (with map,
+ * all unused ones).
+ *
+ * Right after a start, most of the time of warming from the OS cache goes
+ * to the kernel allocating and zeroing the pages of shared memory that each
+ * buffer's first write touches, one page fault at a time.  In bulk, ahead
+ * of the reads, that costs less, and another process can do it meanwhile.
+ * The free list hands out unused buffers in the order of their IDs, so the
+ * next ones to be filled are known well enough; a wrong guess only makes
+ * memory resident that shared buffers would have used anyway.
+ */
+uint32
+wc_prefault_buffers(int first, int last, bool map, uint32 *unused)
+{
+	int			run_start = -1;
+	Size		faulted = 0;
+	int			id;
+
+	Assert(last - first <= WC_PREFAULT_MAX);
+	*unused = 0;
+	for (id = first; id <= last; id++)
+	{
+		bool		free_buf = id < last &&
+			!(pg_atomic_read_u32(&GetBufferDescriptor(id)->state) & BM_TAG_VALID);
+
+		if (free_buf)
+		{
+			(*unused)++;
+			if (run_start < 0)
+				run_start = id;
+		}
+		else if (run_start >= 0)
+		{
+			faulted += prefault_memory(BufferBlocks + (Size) run_start * BLCKSZ,
+									   (Size) (id - run_start) * BLCKSZ, map);
+			run_start = -1;
+		}
+	}
+	return (uint32) (faulted / BLCKSZ);
+}
+
 /* What wc_warm_ranges() was asked to do, and where it is. */
 typedef struct WarmJob
 {
@@ -354,6 +476,9 @@ typedef struct WarmJob
 	RangeCursor stream_cur;		/* the stream's own position */
 	WarmAdvice *advice;			/* the pacer's, or local_advice */
 	WarmAdvice	local_advice;
+	bool		prefault;		/* mode buffer, shared buffers */
+	int			prefault_next;	/* buffer ID after the prefaulted ones */
+	uint64		prefault_left;	/* unused buffers the rest may need */
 } WarmJob;
 
 /*
@@ -370,6 +495,42 @@ stream_next_block(ReadStream *stream, void *private_data, void *per_buffer_data)
 	block = cursor_block(c);
 	cursor_advance(c, 1);
 	return block;
+}
+
+/*
+ * Prefault ahead of the buffers being filled (see wc_prefault_buffers):
+ * when the last one filled comes within WC_PREFAULT_MAX of the end of the
+ * prefaulted stretch, the next WC_PREFAULT_MAX buffer IDs (after a jump,
+ * those after the last one), no more than the job may still need.  Where none
+ * of them is unused, the free list is empty and the job goes on without.
+ * The pages are mapped into this process, which copies the blocks.
+ */
+static void
+prefault_ahead(WarmJob *job, Buffer last)
+{
+	int			id = last - 1;
+	int			first;
+	uint32		unused;
+
+	bool		near;
+
+	if (!job->prefault || last == InvalidBuffer || BufferIsLocal(last))
+		return;
+	/* Within the prefaulted stretch, or at most WC_PREFAULT_MAX after it. */
+	near = id < job->prefault_next && id >= job->prefault_next - 2 * WC_PREFAULT_MAX;
+	if (near && id + WC_PREFAULT_MAX < job->prefault_next)
+		return;
+	first = near ? job->prefault_next : id + 1;
+	job->prefault_next = Min(NBuffers,
+							 first + (int) Min((uint64) WC_PREFAULT_MAX,
+											   job->prefault_left));
+	if (first >= job->prefault_next)
+		return;
+	(void) wc_prefault_buffers(first, job->prefault_next, true, &unused);
+	if (unused == 0 || unused >= job->prefault_left)
+		job->prefault = false;
+	else
+		job->prefault_left -= unused;
 }
 
 /*
@@ -399,16 +560,25 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 													 &job->stream_cur, 0);
 		}
 		for (i = 0; i < n; i++)
-			ReleaseBuffer(read_stream_next_buffer(job->stream, NULL));
+		{
+			Buffer		buf = read_stream_next_buffer(job->stream, NULL);
+
+			prefault_ahead(job, buf);
+			ReleaseBuffer(buf);
+		}
 		return n;
 	}
 
 	for (i = 0; i < n; i++)
 	{
+		Buffer		buf;
+
 		if (pacer && pacer->no_evict && !have_free_buffer())
 			break;
-		ReleaseBuffer(ReadBufferExtended(job->rel, job->fork, block + i,
-										 RBM_NORMAL, NULL));
+		buf = ReadBufferExtended(job->rel, job->fork, block + i, RBM_NORMAL,
+								 NULL);
+		prefault_ahead(job, buf);
+		ReleaseBuffer(buf);
 	}
 	return i;
 }
@@ -689,6 +859,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	WarmJob		job;
 	uint64		done = 0;
 	char	   *path = wc_relpath(rel, fork);
+	int			i;
 
 	memset(&job, 0, sizeof(job));
 	job.rel = rel;
@@ -705,6 +876,17 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	cursor_advance(&job.adv, 0);
 	job.sf[0].path = job.sf[1].path = path;
 	job.sf[0].file = job.sf[1].file = -1;
+	/*
+	 * warm() prefaults where this process copies the blocks; where I/O
+	 * workers copy them, its prefaulting would only contend with theirs.
+	 * The restore, whose reads are paced around queries, does not.
+	 */
+	job.prefault = job.mode == WC_MODE_BUFFER &&
+		!RelationUsesLocalBuffers(rel) &&
+		(pacer == NULL || pacer->prefault) &&
+		(!job.use_stream || WC_STREAM_COPIES_HERE());
+	for (i = 0; i < nranges; i++)
+		job.prefault_left += ranges[i].count;
 
 	/* The segment files are ours to close, whatever happens. */
 	PG_TRY();

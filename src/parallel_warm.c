@@ -16,6 +16,16 @@
  * the work and costs little) and inside a parallel query, the caller warms
  * alone, as before; never an error.
  *
+ * Right after a start, most of the cost of mode buffer is the kernel's, not
+ * the copy's: the first write to each page of shared memory allocates and
+ * zeroes it, and processes doing that at once contend for the locks of the
+ * one shared memory file.  So in mode buffer the workers first prefault the
+ * memory of the unused buffers the warm is about to fill, in bulk, while
+ * the caller copies blocks into buffers already faulted in; then they take
+ * stripes too.  Not where I/O workers copy the blocks (18, io_method =
+ * worker): they fault the pages in themselves, and prefaulting beside them
+ * only took CPU from them.
+ *
  * The result is the single process's: the caller checked privileges and
  * holds its locks; the workers count the blocks of the stripes they
  * finished, and whatever stripe a worker did not finish (it failed, or
@@ -29,8 +39,10 @@
  * group leader and the workers join its group before taking any lock, as
  * parallel query does; members of a group go ahead of such a waiter.
  *
- * Interrupts: workers check for interrupts in the engine's loop and end
- * with the postmaster.  If the caller fails or is cancelled, an error
+ * Interrupts: workers check for interrupts in the engine's loop and while
+ * prefaulting, and end with the postmaster.  The caller waits until each
+ * worker has said that it let go of the relation and its stripes, or is
+ * gone, not for the postmaster to notice its exit.  If the caller fails or is cancelled, an error
  * cleanup callback terminates its workers.
  *
  * Copyright (c) 2026, pg_warmcache developers
@@ -67,6 +79,9 @@
 #define WC_WARM_STRIPE		4096
 #define WC_MIN_WARM_STRIPE	64
 
+/* Buffers a worker prefaults at a time. */
+#define WC_PREFAULT_CHUNK	WC_PREFAULT_MAX
+
 /* Stripe states. */
 #define STRIPE_FREE		0
 #define STRIPE_CLAIMED	1
@@ -97,6 +112,12 @@ typedef struct ParallelWarm
 	BlockNumber stripe_blocks;
 	uint32		nstripes;
 	pg_atomic_uint32 next_stripe;	/* the next one to claim */
+	bool		prefault;		/* workers prefault buffers first */
+	pg_atomic_uint32 next_chunk;	/* the next WC_PREFAULT_CHUNK to prefault */
+	pg_atomic_uint32 free_seen; /* unused buffers the workers passed */
+	pg_atomic_uint32 prefaulted;	/* buffers whose memory they faulted in */
+	pg_atomic_uint32 finished[WC_MAX_WARM_WORKERS]; /* set by worker i when
+													 * it has let go of all */
 	WarmStripe	stripe[FLEXIBLE_ARRAY_MEMBER];
 } ParallelWarm;
 
@@ -174,8 +195,66 @@ finish_stripe(ParallelWarm *pw, uint32 i, uint64 warmed)
 	pg_atomic_write_u32(&pw->stripe[i].state, STRIPE_DONE);
 }
 
+/*
+ * Prefault the memory of the unused buffers in one chunk of buffer IDs.
+ */
+static void
+prefault_chunk(ParallelWarm *pw, uint32 chunk)
+{
+	int			first = chunk * WC_PREFAULT_CHUNK;
+	uint32		unused = 0;
+	uint32		faulted;
+
+	faulted = wc_prefault_buffers(first, Min(NBuffers, first + WC_PREFAULT_CHUNK),
+								  false, &unused);
+	pg_atomic_fetch_add_u32(&pw->free_seen, unused);
+	pg_atomic_fetch_add_u32(&pw->prefaulted, faulted);
+}
+
+/*
+ * A worker's first task in mode buffer: fault in the memory of the unused
+ * buffers the warm will fill, ahead of the processes that fill them.
+ *
+ * Right after a start, most of the time of warming from the OS cache goes
+ * to the kernel allocating and zeroing the pages of shared memory that each
+ * buffer's first write touches; the copy and PostgreSQL's own work are the
+ * smaller part.  Processes that fault pages of the one shared memory file
+ * at the same time contend for its locks, so splitting the reads among
+ * processes gains little.  Instead, the workers fault the pages in, in
+ * bulk, while the caller reads: the free list hands out unused buffers in
+ * the order of their IDs, so the workers go through the IDs in chunks,
+ * from the first, skipping buffers in use and memory already resident,
+ * until they have passed as many unused buffers as the range has blocks,
+ * or every stripe is taken.  Then they take stripes like the caller.  A
+ * guess that turns out wrong (another backend took the buffers) only makes
+ * memory resident that shared buffers would have used anyway.
+ */
+static void
+prefault_buffers(ParallelWarm *pw)
+{
+	uint32		nchunks = (NBuffers + WC_PREFAULT_CHUNK - 1) / WC_PREFAULT_CHUNK;
+
+	if (!pw->prefault || !have_free_buffer())
+		return;
+	pgstat_report_activity(STATE_RUNNING, "prefaulting shared buffers");
+	for (;;)
+	{
+		uint32		chunk;
+
+		CHECK_FOR_INTERRUPTS();
+		if (pg_atomic_read_u32(&pw->free_seen) >= pw->count ||
+			pg_atomic_read_u32(&pw->next_stripe) >= pw->nstripes)
+			break;
+		chunk = pg_atomic_fetch_add_u32(&pw->next_chunk, 1);
+		if (chunk >= nchunks)
+			break;
+		prefault_chunk(pw, chunk);
+	}
+}
+
 static bool
-launch_worker(dsm_segment *seg, Oid relid, BackgroundWorkerHandle **handle)
+launch_worker(dsm_segment *seg, Oid relid, int n,
+			  BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 
@@ -190,6 +269,7 @@ launch_worker(dsm_segment *seg, Oid relid, BackgroundWorkerHandle **handle)
 	strcpy(worker.bgw_type, "pg_warmcache warm");
 	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
 	worker.bgw_notify_pid = MyProcPid;
+	memcpy(worker.bgw_extra, &n, sizeof(n));
 	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
 
@@ -203,6 +283,36 @@ terminate_workers(int code, Datum arg)
 	for (i = 0; i < leader->nworkers; i++)
 		if (leader->handles[i] != NULL)
 			TerminateBackgroundWorker(leader->handles[i]);
+}
+
+/*
+ * Wait until every worker has let go of the relation and its stripes: it
+ * said so, or it is gone.  Waiting for the postmaster to notice that the
+ * workers exited would add tens of milliseconds to every call.
+ */
+static void
+wait_for_workers(ParallelWarm *pw, WarmLeader *leader)
+{
+	for (;;)
+	{
+		bool		all = true;
+		int			i;
+
+		for (i = 0; i < leader->nworkers; i++)
+		{
+			pid_t		pid;
+
+			if (pg_atomic_read_u32(&pw->finished[i]) == 0 &&
+				GetBackgroundWorkerPid(leader->handles[i], &pid) != BGWH_STOPPED)
+				all = false;
+		}
+		if (all)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
@@ -220,6 +330,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.window = pw->window;
+	pacer.prefault = true;
 
 	while (claim_stripe(pw, &i))
 	{
@@ -231,11 +342,10 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 											&pacer));
 	}
 
-	for (i = 0; i < (uint32) leader->nworkers; i++)
-		(void) WaitForBackgroundWorkerShutdown(leader->handles[i]);
+	wait_for_workers(pw, leader);
 
 	/*
-	 * All workers have ended.  What one claimed and did not finish, the
+	 * All workers have let go.  What one claimed and did not finish, the
 	 * caller warms now: an error there is the caller's, as if alone.
 	 */
 	for (i = 0; i < pw->nstripes; i++)
@@ -252,8 +362,9 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 		}
 		done += pw->stripe[i].warmed;
 	}
-	elog(DEBUG1, "pg_warmcache: the workers warmed %u of %u stripes",
-		 pw->nstripes - mine - again, pw->nstripes);
+	elog(DEBUG1, "pg_warmcache: the workers warmed %u of %u stripes and prefaulted %u buffers",
+		 pw->nstripes - mine - again, pw->nstripes,
+		 pg_atomic_read_u32(&pw->prefaulted));
 	return done;
 }
 
@@ -310,6 +421,12 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pw->stripe_blocks = stripe_blocks;
 	pw->nstripes = nstripes;
 	pg_atomic_init_u32(&pw->next_stripe, 0);
+	pw->prefault = (mode == WC_MODE_BUFFER && WC_STREAM_COPIES_HERE());
+	pg_atomic_init_u32(&pw->next_chunk, 0);
+	pg_atomic_init_u32(&pw->free_seen, 0);
+	pg_atomic_init_u32(&pw->prefaulted, 0);
+	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
+		pg_atomic_init_u32(&pw->finished[i], 0);
 	for (i = 0; i < nstripes; i++)
 		pg_atomic_init_u32(&pw->stripe[i].state, STRIPE_FREE);
 
@@ -320,7 +437,8 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	PG_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
 	{
 		while (leader.nworkers < planned &&
-			   launch_worker(seg, pw->relid, &leader.handles[leader.nworkers]))
+			   launch_worker(seg, pw->relid, leader.nworkers,
+							 &leader.handles[leader.nworkers]))
 			leader.nworkers++;
 
 		elog(DEBUG1, "pg_warmcache: warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
@@ -338,6 +456,19 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 		pfree(leader.handles[i]);
 	dsm_detach(seg);
 	return done;
+}
+
+/*
+ * A worker has released its locks and finished its stripes: it tells the
+ * caller, which need not wait for it to exit, and exits (no return).
+ */
+static void
+worker_finish(ParallelWarm *pw, int n, dsm_segment *seg)
+{
+	pg_atomic_write_u32(&pw->finished[n], 1);
+	SetLatch(&pw->leader->procLatch);
+	dsm_detach(seg);
+	proc_exit(0);
 }
 
 /* Pacer of a warm worker: it goes when the postmaster goes. */
@@ -361,6 +492,7 @@ pg_warmcache_warm_main(Datum arg)
 	Relation	rel;
 	WarmPacer	pacer;
 	uint32		i;
+	int			n;
 	char		value[16];
 
 	pqsignal(SIGTERM, die);
@@ -371,6 +503,7 @@ pg_warmcache_warm_main(Datum arg)
 	if (seg == NULL)
 		proc_exit(0);
 	pw = dsm_segment_address(seg);
+	memcpy(&n, MyBgworkerEntry->bgw_extra, sizeof(n));
 
 	/* Join the caller's lock group before taking any lock. */
 	if (!BecomeLockGroupMember(pw->leader, pw->leader_pid))
@@ -382,6 +515,12 @@ pg_warmcache_warm_main(Datum arg)
 	SetConfigOption("maintenance_io_concurrency", value, PGC_USERSET,
 					PGC_S_SESSION);
 
+	prefault_buffers(pw);
+
+	/* Every stripe taken already: nothing to open the relation for. */
+	if (pg_atomic_read_u32(&pw->next_stripe) >= pw->nstripes)
+		worker_finish(pw, n, seg);
+
 	StartTransactionCommand();
 	rel = try_relation_open(pw->relid, AccessShareLock);
 
@@ -392,12 +531,13 @@ pg_warmcache_warm_main(Datum arg)
 		if (rel != NULL)
 			relation_close(rel, AccessShareLock);
 		CommitTransactionCommand();
-		proc_exit(0);
+		worker_finish(pw, n, seg);
 	}
 
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.pace = pace_worker;
 	pacer.window = pw->window;
+	pacer.prefault = true;
 	while (claim_stripe(pw, &i))
 	{
 		WarmRange	r = stripe_range(pw, i);
@@ -413,6 +553,5 @@ pg_warmcache_warm_main(Datum arg)
 
 	relation_close(rel, AccessShareLock);
 	CommitTransactionCommand();
-	dsm_detach(seg);
-	proc_exit(0);
+	worker_finish(pw, n, seg);
 }

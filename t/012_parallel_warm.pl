@@ -8,7 +8,10 @@
 # waiting for (the lock queue hazard: workers join the caller's lock group),
 # when a worker is terminated (the caller warms its stripe), and a cancelled
 # call terminates its workers.  Its own temporary tables, storage created in
-# the same transaction and a missing privilege never start workers.
+# the same transaction and a missing privilege never start workers.  In mode
+# buffer the workers prefault the memory of the buffers the call fills,
+# after a restart, unless I/O workers copy the blocks (18, io_method =
+# worker), and in no other mode.
 
 use strict;
 use warnings;
@@ -38,6 +41,9 @@ $node->safe_psql(
 	CREATE ROLE nobody LOGIN;
 });
 my $blocks = relation_blocks($node, 't');
+my $prefaults = $node->safe_psql('postgres',
+	"SELECT coalesce(current_setting('io_method', true), 'sync') <> 'worker'")
+  eq 't';
 cmp_ok($blocks, '>', 1500, "table t has $blocks blocks");
 
 # Settings that make t large enough to be split, and every process wait
@@ -49,7 +55,7 @@ SET pg_warmcache.warm_worker_delay = '10ms';
 
 # Run $call with $workers workers at most; returns its result, the
 # numbers of workers started and planned (-1 if no workers were planned),
-# and the stripes the workers warmed.
+# the stripes the workers warmed and the buffers they prefaulted.
 sub warm_with
 {
 	my ($call, $workers, $n) = @_;
@@ -58,13 +64,14 @@ sub warm_with
 SELECT $call;",
 		on_error_stop => 1);
 	die "$call failed: $stderr" if $ret != 0;
-	my ($started, $planned, $by_workers) = (-1, -1, 0);
+	my ($started, $planned, $by_workers, $prefaulted) = (-1, -1, 0, 0);
 	if ($stderr =~ /with (\d+) of (\d+) workers/)
 	{
 		($started, $planned) = ($1, $2);
 	}
 	$by_workers += $1 while ($stderr =~ /the workers warmed (\d+) of/g);
-	return ($stdout, $started, $planned, $by_workers);
+	$prefaulted += $1 while ($stderr =~ /and prefaulted (\d+) buffers/g);
+	return ($stdout, $started, $planned, $by_workers, $prefaulted);
 }
 
 # The blocks of t's main fork in shared buffers, by number.
@@ -91,7 +98,8 @@ foreach my $call ("warm('t', '%s')", "warm('t', '%s', 'main', 100, 1499)",
 		foreach my $w (0, 2)
 		{
 			$node->restart;
-			my ($n, $started, $planned, $by_workers) = warm_with($sql, $w);
+			my ($n, $started, $planned, $by_workers, $prefaulted) =
+			  warm_with($sql, $w);
 			$res{$w} = [ $n, cached_list('t'), cached_list('t_pkey') ];
 			if ($w == 0 || $mode eq 'prefetch' || $call =~ /t_pkey/)
 			{
@@ -102,6 +110,15 @@ foreach my $call ("warm('t', '%s')", "warm('t', '%s', 'main', 100, 1499)",
 			{
 				is($started, 2, "$sql: 2 workers started");
 				cmp_ok($by_workers, '>', 0, "$sql: the workers warmed stripes");
+				if ($mode eq 'buffer' && $prefaults)
+				{
+					cmp_ok($prefaulted, '>', 0,
+						"$sql: the workers prefaulted buffers");
+				}
+				else
+				{
+					is($prefaulted, 0, "$sql: no prefaulting");
+				}
 			}
 		}
 		is($res{2}[0], $res{0}[0], "$sql: the same count with workers");
