@@ -121,6 +121,32 @@ wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 	return valid;
 }
 
+/*
+ * Is a block of a relation fork in shared buffers?  One lookup in the
+ * buffer mapping table, under its partition lock in shared mode for that
+ * moment only.
+ */
+static inline bool
+wc_block_in_buffers(Relation rel, ForkNumber fork, BlockNumber block)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *lock;
+	int			id;
+
+#if PG_VERSION_NUM >= 160000
+	InitBufferTag(&tag, &rel->rd_locator, fork, block);
+#else
+	INIT_BUFFERTAG(tag, rel->rd_node, fork, block);
+#endif
+	hash = BufTableHashCode(&tag);
+	lock = BufMappingPartitionLock(hash);
+	LWLockAcquire(lock, LW_SHARED);
+	id = BufTableLookup(&tag, hash);
+	LWLockRelease(lock);
+	return id >= 0;
+}
+
 /*---- Streaming reads into shared buffers (17+) ----*/
 
 /*

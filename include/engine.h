@@ -91,6 +91,8 @@ struct WarmPacer
 	bool		prefault;		/* buffer mode: prefault ahead as warm()
 								 * does (a parallel warm's processes) */
 	bool		buffers_full;	/* set by the engine when no_evict hit */
+	bool		skip_in_buffers;	/* read mode: do not read a chunk whose
+									 * blocks are all in shared buffers */
 	WarmAdvice	advice;			/* kept by the engine across calls */
 };
 

@@ -584,6 +584,23 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 }
 
 /*
+ * Are the n blocks from block on all in shared buffers?  The OS tier of a
+ * dump holds the blocks of shared buffers too (PostgreSQL reads through the
+ * page cache); after the buffer tier was restored, reading them again would
+ * be CPU spent for nothing.  The first block not there ends the look.
+ */
+static bool
+all_in_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
+{
+	BlockNumber i;
+
+	for (i = 0; i < n; i++)
+		if (!wc_block_in_buffers(job->rel, job->fork, block + i))
+			return false;
+	return true;
+}
+
+/*
  * Read n blocks from block on into private memory: the OS cache keeps them.
  * Returns false if the file is shorter than that (the relation shrank).
  */
@@ -816,7 +833,10 @@ warm_loop(WarmJob *job)
 		else
 		{
 			warmed = n;
-			if (job->mode == WC_MODE_READ && !read_os(job, block, n))
+			if (job->mode == WC_MODE_READ && pacer && pacer->skip_in_buffers &&
+				all_in_buffers(job, block, n))
+				;				/* in shared buffers already */
+			else if (job->mode == WC_MODE_READ && !read_os(job, block, n))
 				break;			/* the relation shrank under us */
 			os_only += n;
 		}

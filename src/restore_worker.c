@@ -683,6 +683,7 @@ restore_share(RestoreWorker *w)
 		w->pacer.mode = w->pacer.mode == WC_MODE_PREFETCH ?
 			WC_MODE_PREFETCH : WC_MODE_READ;
 		w->pacer.os_tier = true;
+		w->pacer.base.skip_in_buffers = true;
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);
