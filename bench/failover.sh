@@ -145,44 +145,19 @@ write_meta() {
 	printf '%s\n' "$@" >"$f"
 }
 
-# setup_primary: initdb, the pgbench database, the extension in bench and
-# postgres (reused when the stamp matches).
+# setup_primary: the pgbench database (bench/lib.sh's ensure_db), with the
+# extension in postgres too, for the standby channel.
 setup_primary() {
-	local stamp=$P_CL/setup.ok want="major=$PG_MAJOR scale=$scale lib=private failover"
 	primary
-	mkdir -p "$CLDIR/logs" "$SOCK"
-	chown "$PG_USER:" "$CLDIR" "$CLDIR/logs" "$SOCK"
-	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$PGDATA/PG_VERSION" ]; then
-		pg_stop
-		write_conf
-		run_conf ""
-		say "reusing the primary in $PGDATA"
-		return 0
-	fi
-	pg_stop
-	rm -rf "$PGDATA" "$stamp"
-	say "creating the primary: a scale-$scale pgbench database in $PGDATA"
-	as_pg "$BINDIR/initdb" -D "$PGDATA" -U "$PG_USER" --auth=trust -E UTF8 --locale=C >"$CLDIR/logs/initdb.log" 2>&1 ||
-		{ tail "$CLDIR/logs/initdb.log" >&2; die "initdb failed"; }
-	write_conf
-	# CREATE EXTENSION loads "$libdir/pg_warmcache": not in a server that
-	# preloads the private copy (as bench/lib.sh's ensure_db).
-	run_conf "shared_preload_libraries = 'pg_prewarm'"
-	pg_start "$CLDIR/logs/setup.log"
-	DB=postgres sql "create database bench"
-	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -i -q -s "$scale" bench >"$CLDIR/logs/pgbench-init.log" 2>&1 ||
-		{ tail "$CLDIR/logs/pgbench-init.log" >&2; die "pgbench -i failed"; }
-	install_ext create_ext
-	sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'"
-	DB=postgres sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'; checkpoint"
-	pg_stop
-	run_conf ""
-	echo "$want" >"$stamp"
+	SCALE=$scale ensure_db failover create_ext
 }
 
+# The extensions, in bench and postgres; postgres's functions load the
+# preloaded private copy too (ensure_db does so for bench's).
 create_ext() {
 	sql "create extension pg_prewarm; create extension pg_warmcache; create extension pg_buffercache"
 	DB=postgres sql "create extension pg_warmcache"
+	DB=postgres sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'"
 }
 
 # take_pristine: pg_basebackup -R of the running primary, on the local disk.

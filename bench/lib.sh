@@ -336,14 +336,17 @@ prewarm_all() {
 	       and pg_relation_size(c.oid, f) > 0" >/dev/null
 }
 
-# ensure_db: reuse the cluster's pgbench database if it was made with
-# this scale by this major, else build it: initdb, pgbench -i -s SCALE,
-# CREATE EXTENSION pg_prewarm, pg_warmcache.
+# ensure_db [TAG [CMD...]]: reuse the cluster's pgbench database if it was
+# made with this scale by this major (and variant TAG), else build it:
+# initdb, pgbench -i -s SCALE, then CMD with the server up and the install
+# lock held (default: CREATE EXTENSION pg_prewarm, pg_warmcache in bench).
 ensure_db() {
-	local scale=$SCALE stamp=$CLDIR/setup.ok want
-	want="major=$PG_MAJOR scale=$scale lib=private"
+	local scale=$SCALE stamp=$CLDIR/setup.ok want tag=${1:-}
+	[ $# -eq 0 ] || shift
+	[ $# -gt 0 ] || set -- sql "create extension pg_prewarm; create extension pg_warmcache"
+	want="major=$PG_MAJOR scale=$scale lib=private${tag:+ $tag}"
 	mkdir -p "$CLDIR/logs" "$SOCK"
-	chown "$PG_USER:" "$CLDIR/logs" "$SOCK"
+	chown "$PG_USER:" "$CLDIR" "$CLDIR/logs" "$SOCK"
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$PGDATA/PG_VERSION" ]; then
 		pg_stop
 		write_conf
@@ -368,7 +371,7 @@ ensure_db() {
 	DB=postgres sql "create database bench"
 	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -i -q -s "$scale" bench >"$CLDIR/logs/pgbench-init.log" 2>&1 ||
 		{ tail "$CLDIR/logs/pgbench-init.log" >&2; die "pgbench -i failed"; }
-	install_ext sql "create extension pg_prewarm; create extension pg_warmcache"
+	install_ext "$@"
 	# Through dynamic_library_path, i.e. the private copy the server preloaded.
 	sql "update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache'; checkpoint"
 	pg_stop
