@@ -278,10 +278,29 @@ dd_standby() {
 	write_meta "$out/raw/$key-dd-$1.meta" "dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE"
 }
 
+# publish_sql: psql lines that dump, wait until the dump is published, and
+# keep in psql variables what the measurement subtracts (WAL position,
+# postmaster children's CPU, our CPU, the wall clock); one publication.
+publish_sql() {
+	cat <<'EOF'
+select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, pg_temp.mycpu() as b0, pg_temp.published() as d0,
+       extract(epoch from clock_timestamp()) as t0 \gset
+select warmcache_dump_now() as blocks, pg_temp.mycpu() as b1 \gset
+select set_config('bench.d0', :'d0', false) \g /dev/null
+do $$ begin
+  for i in 1..600 loop
+    exit when pg_temp.published() <> current_setting('bench.d0');
+    perform pg_sleep(0.05);
+  end loop;
+end $$;
+select pg_sleep(0.5) \g /dev/null
+EOF
+}
+
 # cost: the primary warm under the workload, dump_interval 300; each
 # warmcache_dump_now() and its publication measured from one session.
 cost() {
-	local pm bg f=$out/raw/$key-cost.csv
+	local pm bg rw f=$out/raw/$key-cost.csv
 	say "$key: the primary's cost of publishing, dump_interval = 300, $COST_REPS dumps under pgbench -S -c 2"
 	primary
 	pg_stop
@@ -294,6 +313,12 @@ cost() {
 		sleep 0.5
 	done
 	pm=$SERVER_PID
+	# The primary publishes only while a standby streams from it: a WAL
+	# receiver stands in for one.
+	rm -rf "$P_CL/receivewal" && mkdir -p "$P_CL/receivewal" && chown "$PG_USER:" "$P_CL/receivewal"
+	as_pg "$BINDIR/pg_receivewal" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -D "$P_CL/receivewal" \
+		>"$out/raw/$key-cost.receivewal" 2>&1 &
+	rw=$!
 	pgb -T $((COST_REPS * 30 + 40)) >"$out/raw/$key-cost.pgbench" 2>&1 &
 	bg=$!
 	sleep 10
@@ -314,18 +339,8 @@ create function pg_temp.published() returns text language sql as $$
   select coalesce(max(dumped_at)::text, 'none') from warmcache_published $$;
 EOF
 		for ((i = 1; i <= COST_REPS; i++)); do
+			publish_sql
 			cat <<EOF
-select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, pg_temp.mycpu() as b0, pg_temp.published() as d0,
-       extract(epoch from clock_timestamp()) as t0 \\gset
-select warmcache_dump_now() as blocks, pg_temp.mycpu() as b1 \\gset
-select set_config('bench.d0', :'d0', false) \\g /dev/null
-do \$\$ begin
-  for i in 1..600 loop
-    exit when pg_temp.published() <> current_setting('bench.d0');
-    perform pg_sleep(0.05);
-  end loop;
-end \$\$;
-select pg_sleep(0.5) \\g /dev/null
 insert into m select $i, 'publish', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0'), :b1 - :b0,
   pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), :blocks;
 select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, extract(epoch from clock_timestamp()) as t0 \\gset
@@ -334,17 +349,9 @@ insert into m select $i, 'control', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0')
   pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), 0;
 select pg_sleep(5) \\g /dev/null
 checkpoint;
-select pg_current_wal_lsn() as l0, pg_temp.cut() as c0, pg_temp.mycpu() as b0, pg_temp.published() as d0,
-       extract(epoch from clock_timestamp()) as t0 \\gset
-select warmcache_dump_now() as blocks, pg_temp.mycpu() as b1 \\gset
-select set_config('bench.d0', :'d0', false) \\g /dev/null
-do \$\$ begin
-  for i in 1..600 loop
-    exit when pg_temp.published() <> current_setting('bench.d0');
-    perform pg_sleep(0.05);
-  end loop;
-end \$\$;
-select pg_sleep(0.5) \\g /dev/null
+EOF
+			publish_sql
+			cat <<EOF
 insert into m select $i, 'after checkpoint', pg_wal_lsn_diff(pg_current_wal_lsn(), :'l0'), :b1 - :b0,
   pg_temp.cut() - :c0, 1000 * (extract(epoch from clock_timestamp()) - :t0), :blocks;
 select pg_sleep(5) \\g /dev/null
@@ -369,6 +376,10 @@ EOF
 	echo "shared_buffers_used=$(sql "select count(*) from pg_buffercache where reldatabase is not null")" \
 		>>"$out/raw/$key-cost.meta" || true
 	wait "$bg" || true
+	# $rw is the subshell of as_pg; the receiver is its child.
+	pkill -f "pg_receivewal .*-D $P_CL/receivewal" 2>/dev/null || true
+	wait "$rw" 2>/dev/null || true
+	rm -rf "$P_CL/receivewal"
 	pg_stop
 }
 
