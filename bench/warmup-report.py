@@ -31,6 +31,7 @@ READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
 WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
+WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
 
 
 def meta(path):
@@ -79,6 +80,9 @@ def restore_info(logpath, method):
                 r.update(done=ts, blocks=int(m.group(2)), total=int(m.group(3)))
                 r["note"] = (f"{m.group(1)}; OS only {m.group(4)}, skipped {m.group(5)}, "
                              f"logged {m.group(6)} s {m.group(7)} MB/s")
+            m = WC_CPU.search(line)
+            if m and r["done"] is not None:
+                r["note"] += f", workers' CPU {m.group(1)} s"
     return r
 
 

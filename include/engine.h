@@ -89,7 +89,7 @@ struct WarmPacer
 	bool		stop;			/* set by pace(): end the loop now */
 	bool		no_evict;		/* buffer mode: never take a used buffer */
 	bool		prefault;		/* buffer mode: prefault ahead as warm()
-								 * does (a parallel warm's processes) */
+								 * does (the restore, a parallel warm) */
 	bool		buffers_full;	/* set by the engine when no_evict hit */
 	bool		skip_in_buffers;	/* read mode: do not read a chunk whose
 									 * blocks are all in shared buffers */

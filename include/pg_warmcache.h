@@ -91,6 +91,8 @@ typedef struct WarmShared
 	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
 	pg_atomic_uint64 restore_blocks_os;	/* of done: OS cache only */
 	pg_atomic_uint64 restore_skipped[WC_SKIP_REASONS];
+	pg_atomic_uint64 restore_cpu_us;	/* CPU of the restore workers that
+										 * ended */
 
 	/*
 	 * The restore's shared budgets, as virtual clocks in microseconds: each

@@ -17,10 +17,10 @@
  * Where the data is in the OS cache already, the copy is cheap and most of
  * the cost of mode buffer right after a start is the kernel's: the first
  * write to each page of shared memory faults it in, allocating and zeroing
- * it.  warm() faults the memory of the buffers it is about to fill in bulk
- * ahead of the copies (wc_prefault_buffers), which costs less than one
- * fault per page, and the workers of a parallel warm do it for the caller
- * (parallel_warm.c).
+ * it.  warm() and the restore fault the memory of the buffers they are
+ * about to fill in bulk ahead of the copies (wc_prefault_buffers), which
+ * costs less than one fault per page, and the workers of a parallel warm do
+ * it for the caller (parallel_warm.c).
  *
  * A pacer (engine.h) lets the restore change the window and sleep between
  * chunks; warm() and warm_table() (warm.c) run at full speed.
@@ -897,9 +897,10 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	job.sf[0].path = job.sf[1].path = path;
 	job.sf[0].file = job.sf[1].file = -1;
 	/*
-	 * warm() prefaults where this process copies the blocks; where I/O
-	 * workers copy them, its prefaulting would only contend with theirs.
-	 * The restore, whose reads are paced around queries, does not.
+	 * Prefault where this process copies the blocks; where I/O workers copy
+	 * them, prefaulting would only contend with theirs.  The restore does it
+	 * too: under its CPU budget, every cycle a fault costs is one that its
+	 * reads cannot have.
 	 */
 	job.prefault = job.mode == WC_MODE_BUFFER &&
 		!RelationUsesLocalBuffers(rel) &&

@@ -91,6 +91,7 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->base.pace = pace_restore;
 	pacer->base.window = wc_default_window();
 	pacer->base.no_evict = true;
+	pacer->base.prefault = true;
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;

@@ -556,6 +556,7 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
+	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
 	LWLockRelease(wc_shared->lock);
@@ -629,11 +630,12 @@ report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
 					(unsigned long long) skipped,
 					elapsed,
 					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0),
-			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable.%s%s",
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable. The restore workers used %.2f s of CPU.%s%s",
 					   (unsigned long long) skip[WC_SKIP_GONE],
 					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
 					   (unsigned long long) skip[WC_SKIP_LOCKED],
 					   (unsigned long long) skip[WC_SKIP_FAILED],
+					   pg_atomic_read_u64(&wc_shared->restore_cpu_us) / 1000000.0,
 					   incomplete ? " The saved block list is kept: " : "",
 					   incomplete ? leader->reason : "")));
 }

@@ -639,6 +639,9 @@ step_out(RestoreWorker *w)
 static void
 restore_worker_exit(int code, Datum arg)
 {
+	/* What the restore costs, for the leader's last log line. */
+	pg_atomic_fetch_add_u64(&wc_shared->restore_cpu_us,
+							(uint64) wc_cpu_time_us());
 	if (restore_slot >= 0)
 		wc_shared->slots[restore_slot].pid = 0;
 }
