@@ -825,7 +825,7 @@ warm_loop(WarmJob *job)
 			advise_until(&job->adv, &job->advised, done + n + window,
 						 &job->sf[1], piece);
 
-		if (job->mode == WC_MODE_BUFFER)
+		if (job->mode == WC_MODE_BUFFER && !(pacer && pacer->os_cache_only))
 		{
 			warmed = load_buffers(job, block, n);
 			in_buffers += warmed;
@@ -833,12 +833,21 @@ warm_loop(WarmJob *job)
 		else
 		{
 			warmed = n;
-			if (job->mode == WC_MODE_READ && pacer && pacer->skip_in_buffers &&
-				all_in_buffers(job, block, n))
-				;				/* in shared buffers already */
-			else if (job->mode == WC_MODE_READ && !read_os(job, block, n))
+			if (job->mode == WC_MODE_PREFETCH)
+				os_only += n;	/* the advice was the work */
+			else if (pacer && (pacer->skip_in_buffers || pacer->os_cache_only) &&
+					 all_in_buffers(job, block, n))
+			{
+				/* In shared buffers already: where buffers were the aim, done. */
+				if (job->mode == WC_MODE_BUFFER)
+					in_buffers += n;
+				else
+					os_only += n;
+			}
+			else if (!read_os(job, block, n))
 				break;			/* the relation shrank under us */
-			os_only += n;
+			else
+				os_only += n;
 		}
 		done += warmed;
 		cursor_advance(&job->cur, warmed);

@@ -15,9 +15,13 @@
  * - reads in 64 kB pieces with one more ahead while some query waits for a
  *   data file read, so that its read queues behind little of ours while
  *   the device stays busy;
+ * - while queries keep every CPU busy and none waits for a read, reads the
+ *   buffer tier into the OS cache only, leaving the copy into shared
+ *   buffers to the first query that wants a block (where dumps record the
+ *   OS cache, pg_warmcache.dump_os_cache, so that the saved set keeps it);
  * - keeps two budgets that all restore workers share: the rate cap
- *   (pg_warmcache.max_restore_rate) and, while queries are running on the
- *   CPU and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
+ *   (pg_warmcache.max_restore_rate) and, while queries keep every CPU
+ *   busy and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
  *   one core.  Each is a virtual clock in shared memory that a worker moves
  *   on by its cost; a worker whose charge puts the clock more than a short
  *   burst ahead of real time sleeps until it is not.  Time spent idle is
@@ -45,7 +49,12 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "catalog/catalog.h"
 #include "catalog/pg_database_d.h"
@@ -71,6 +80,7 @@
 #define WC_LOCK_PROBE_MS	10
 #define WC_DB_PROBE_MS		100
 #define WC_FG_PROBE_MS		2
+#define WC_CPU_PROBE_MS		10
 
 /* Queries seen on a CPU this recently make the restore frugal, in ms. */
 #define WC_BUSY_MEMORY_MS	200
@@ -217,11 +227,61 @@ is_restore_process(int pid)
 }
 
 /*
+ * Are all CPUs taken, so that what we run, someone else waits for?  On
+ * Linux, the tasks that are running or ready to run (the fourth field of
+ * /proc/loadavg, ourselves included) against the CPUs we may run on; read
+ * at most every WC_CPU_PROBE_MS, the last answer standing in between.
+ * Elsewhere, taken to be so whenever a query runs.
+ */
+static bool
+cpus_taken(void)
+{
+#ifdef __linux__
+	static int	ncpus = 0;
+	static TimestampTz probed_at = 0;
+	static bool taken = true;
+	TimestampTz now = GetCurrentTimestamp();
+	char		buf[128];
+	int			fd;
+	ssize_t		len;
+	int			running;
+
+	if (ncpus == 0)
+	{
+		cpu_set_t	set;
+
+		CPU_ZERO(&set);
+		ncpus = sched_getaffinity(0, sizeof(set), &set) == 0 ?
+			CPU_COUNT(&set) : (int) sysconf(_SC_NPROCESSORS_ONLN);
+		ncpus = Max(ncpus, 1);
+	}
+	if (now - probed_at < (TimestampTz) WC_CPU_PROBE_MS * 1000)
+		return taken;
+	probed_at = now;
+	fd = open("/proc/loadavg", O_RDONLY);
+	if (fd < 0)
+		return taken = true;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return taken = true;
+	buf[len] = '\0';
+	if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
+		return taken = true;
+	return taken = (running > ncpus);
+#else
+	return true;
+#endif
+}
+
+/*
  * Look at what the other backends do: does one wait for a data file read,
- * is one running on a CPU?  wait_event_info is read without a lock, as
- * pg_stat_activity does: a stale value only delays the reaction by one
- * look.  A backend with no wait event is running; an idle one waits for its
- * client.  Auxiliary processes (18's I/O workers among them) sit above
+ * is one running on a CPU that we would take from it?  wait_event_info is
+ * read without a lock, as pg_stat_activity does: a stale value only delays
+ * the reaction by one look.  A backend with no wait event is running; an
+ * idle one waits for its client.  A running one counts only while all CPUs
+ * are taken (cpus_taken): where a CPU is free, what we run costs no query
+ * anything.  Auxiliary processes (18's I/O workers among them) sit above
  * MaxBackends and are not looked at: they work on others' behalf.
  */
 void
@@ -253,6 +313,8 @@ wc_look_at_backends(bool *reading, bool *on_cpu)
 		else
 			*reading = true;
 	}
+	if (*on_cpu && !cpus_taken())
+		*on_cpu = false;
 }
 
 static void
@@ -320,6 +382,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	int64		cpu_now = wc_cpu_time_us();
 	int64		cpu_spent = cpu_now - pacer->cpu_used;
 	int64		sleep_us = 0;
+	bool		frugal;
 	TimestampTz now;
 
 	pacer->cpu_used = cpu_now;
@@ -367,9 +430,23 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * set is in the OS cache, and loading it is the CPU work that serves
 	 * them.
 	 */
-	if (!pacer->fg_reading && cpu_spent > 0 &&
+	frugal = !pacer->fg_reading &&
 		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
-		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS))
+		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
+
+	/*
+	 * Then, too, copying a block into shared buffers (a buffer to find, its
+	 * memory to fault in, the copy) is CPU spent now for a block no query
+	 * has asked for yet, while its read from the device is the part that
+	 * only the restore can do ahead of time.  So the buffer tier goes into
+	 * the OS cache only, and the copy is left to the first query that wants
+	 * the block: a page cache hit.  Only where dumps record the OS cache,
+	 * so that the saved set keeps those blocks (in its OS tier).
+	 */
+	pacer->base.os_cache_only = frugal && pacer->mode == WC_MODE_BUFFER &&
+		wc_dump_os_cache;
+
+	if (frugal && cpu_spent > 0)
 		sleep_us = Max(sleep_us,
 					   charge_budget(&wc_shared->cpu_clock,
 									 cpu_spent * 100 / WC_BUSY_CPU_PERCENT,

@@ -1,0 +1,119 @@
+# Copyright (c) 2026, pg_warmcache developers
+#
+# While queries keep every CPU busy and none waits for a read, the restore reads
+# the buffer tier into the OS cache only: copying a block into shared
+# buffers is CPU the queries would pay now, for a block none of them has
+# asked for yet, and the first query that wants it copies it from the page
+# cache.  The oracles: pg_buffercache (the table did not come back into
+# shared buffers), util-linux fincore (its file did come back into the page
+# cache), and the next dump, which still holds every block of it (its OS
+# tier).  Without the busy queries, the same restore fills shared buffers: the
+# control that tells this apart from an engine that does nothing.  Advice is
+# off (maintenance_io_concurrency = 0), so that the page cache holds only
+# what the restore read; the rate cap makes the restore last long enough.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use WarmCache;
+
+my $node = start_node(
+	'busy', q{
+shared_buffers = 64MB
+pg_warmcache.dump_os_cache = on
+pg_warmcache.restore_workers = 1
+pg_warmcache.max_restore_rate = 4
+maintenance_io_concurrency = 0
+autovacuum = off
+});
+create_extensions($node);
+my $blocks = fill_table($node, 'big', 16);
+my $file = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('big')");
+$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+
+# Restore big from a cold start: shared buffers empty, its file evicted;
+# $during runs after the start, before the restore.
+sub restore_cold
+{
+	my ($during) = @_;
+	restart_cold($node);
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	evict_files($file);
+	cmp_ok(resident_blocks($file), '<', $blocks / 10,
+		'big left the page cache');
+	$during->() if $during;
+	$node->safe_psql('postgres', "SELECT warmcache_restore_now('buffer')");
+	wait_for_restore($node);
+	is(status($node, 'restore_incomplete'), 'f', 'the restore is complete');
+	return;
+}
+
+# Without busy queries, the restore fills shared buffers (short queries,
+# the test's own among them, leave CPUs free).
+restore_cold();
+cmp_ok(cached($node, 'big'), '>=', 0.98 * $blocks,
+	'without busy queries, big came back into shared buffers');
+
+# With queries busy on every CPU throughout (loops, no reads): the
+# restore gives way only where what it runs would take a CPU from them.
+chomp(my $ncpus = `nproc`);
+$ncpus = 1 unless $ncpus && $ncpus =~ /^\d+$/;
+my @busy;
+restore_cold(
+	sub {
+		for my $i (1 .. $ncpus)
+		{
+			my ($out, $err) = ('', '');
+			my $h = IPC::Run::start(
+				[
+					'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+					q{SET statement_timeout = '120s';
+DO $$BEGIN LOOP END LOOP; END$$}
+				],
+				'>', \$out, '2>', \$err,
+				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+			push @busy, [ $h, \$err ];
+		}
+		wait_for_status($node,
+			qq{(SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SET statement_timeout%' AND state = 'active') = $ncpus},
+			'the busy queries');
+	});
+$node->safe_psql('postgres',
+	q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SET statement_timeout%'}
+);
+my $ran = 0;
+for my $session (@busy)
+{
+	my ($h, $err) = @$session;
+	$h->finish;
+	note("busy query: $$err");
+	$ran++ if $$err =~ /canceling statement due to user request/;
+}
+is($ran, $ncpus, "the $ncpus busy queries ran through the restore");
+
+cmp_ok(cached($node, 'big'), '<', $blocks / 4,
+	'beside busy queries, big did not go into shared buffers');
+cmp_ok(resident_blocks($file), '>=', 0.95 * $blocks,
+	'but into the page cache');
+cmp_ok(status($node, 'restore_blocks_os_only'), '>=', 0.75 * $blocks,
+	'and the restore counts it as into the OS cache only');
+
+# The saved set keeps big: the next dump has it in its OS tier.
+$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+cmp_ok(
+	$node->safe_psql(
+		'postgres', q{
+	SELECT count(DISTINCT block) FROM warmcache_blocks()
+	 WHERE fork = 'main' AND relfilenode = pg_relation_filenode('big')}),
+	'>=', $blocks, 'the next dump still holds every block of big');
+
+$node->stop;
+done_testing();
