@@ -19,7 +19,7 @@
  * unlogged relations (those with an init fork) unless asked for, as the
  * buffer tier does.  The blocks also in shared buffers are not taken out:
  * the restore finds them in the page cache, at no I/O cost.  While queries
- * are busy on the CPU the walk keeps to the restore's CPU budget.
+ * keep every CPU busy the walk keeps to the restore's CPU budget.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -182,9 +182,9 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 }
 
 /*
- * While queries run on the CPU, the walk takes at most WC_BUSY_CPU_PERCENT
- * of a core, as the restore does: after each WC_SCAN_SLICE_US of CPU it
- * sleeps for as long as that share asks.  Idle, or at shutdown, it runs.
+ * While queries keep every CPU busy, the walk takes at most
+ * WC_BUSY_CPU_PERCENT of a core, as the restore does: after each
+ * WC_SCAN_SLICE_US of CPU it sleeps for as long as that share asks.  Idle, or at shutdown, it runs.
  */
 static void
 yield_cpu(OsScan *scan)
