@@ -229,8 +229,9 @@ is_restore_process(int pid)
 /*
  * Are all CPUs taken, so that what we run, someone else waits for?  On
  * Linux, the tasks that are running or ready to run (the fourth field of
- * /proc/loadavg, ourselves included) against the CPUs we may run on; read
- * at most every WC_CPU_PROBE_MS, the last answer standing in between.
+ * /proc/loadavg, ourselves included) against the CPUs we may run on, more
+ * of them in two looks running; read at most every WC_CPU_PROBE_MS, the
+ * last answer standing in between.
  * Elsewhere, taken to be so whenever a query runs.
  */
 static bool
@@ -240,6 +241,7 @@ cpus_taken(void)
 	static int	ncpus = 0;
 	static TimestampTz probed_at = 0;
 	static bool taken = true;
+	static int	streak = 0;
 	TimestampTz now = GetCurrentTimestamp();
 	char		buf[128];
 	int			fd;
@@ -268,7 +270,9 @@ cpus_taken(void)
 	buf[len] = '\0';
 	if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
 		return taken = true;
-	return taken = (running > ncpus);
+	/* Twice running: a process starting up is not a busy machine. */
+	streak = running > ncpus ? streak + 1 : 0;
+	return taken = (streak >= 2);
 #else
 	return true;
 #endif
