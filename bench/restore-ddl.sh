@@ -168,7 +168,7 @@ timed_psql() {
 
 # one_run TEST METHOD REP
 one_run() {
-	local t=$1 m=$2 rep=$3 name log pb t_go t_sent ms st waited cached status="" issued
+	local t=$1 m=$2 rep=$3 name log pb t_go t_sent ms st waited cached oscached status="" issued
 	name=$key-$t-$m-r$rep
 	log=$CLDIR/logs/$name.log
 	[ "$NEED_PREPARE" = 0 ] || { prepare; pg_stop; }
@@ -213,6 +213,10 @@ EOF
 	              from pg_buffercache b
 	              where b.relfilenode = pg_relation_filenode('pgbench_accounts') and b.relforknumber = 0
 	                and b.reldatabase = (select oid from pg_database where datname = current_database())")
+	# In the OS page cache (util-linux fincore): where the restore puts the
+	# buffer tier while the clients keep every CPU busy.
+	oscached=$(rel_files pgbench_accounts | xargs fincore -b -n -o RES,SIZE |
+		awk '{ r += $1; s += $2 } END { printf "%.2f", s ? 100 * r / s : 0 }')
 	if [ "$m" = warmcache ]; then
 		status=$(sql "select to_jsonb(s) from warmcache_status() s" 2>/dev/null || echo "?")
 	fi
@@ -229,8 +233,8 @@ EOF
 	printf '%s\n' "$status" >"$out/raw/$name.status"
 	local line
 	line=$(grep -Eo 'pg_warmcache: restore (finished|stopped|incomplete).*|autoprewarm successfully prewarmed.*' "$log" | head -1 | tr ',' ';' || true)
-	echo "$pg,$disk,$t,$m,$rep,$ms,$st,$issued,$waited,$cached,${line}" >>"$out/runs.csv"
-	say "$name: $t ${ms} ms ($st), issued ${issued} s after ready; restore done ${waited} s after; pgbench_accounts ${cached}% cached"
+	echo "$pg,$disk,$t,$m,$rep,$ms,$st,$issued,$waited,$cached,$oscached,${line}" >>"$out/runs.csv"
+	say "$name: $t ${ms} ms ($st), issued ${issued} s after ready; restore done ${waited} s after; pgbench_accounts ${cached}% in shared buffers, ${oscached}% in the OS cache"
 }
 
 use_pg "$pg"
@@ -251,7 +255,7 @@ write_meta() { local f=$1; shift; printf '%s\n' "$@" >"$f"; }
 write_meta "$out/raw/$key.meta" "version=$version" "scale=$scale" "xscale=$xscale" \
 	"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "so_md5=$SO_MD5" \
 	"capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")"
-echo "pg,disk,test,method,rep,ms,status,issued_after_ready_s,restore_done_after_s,accounts_cached_pct,restore_log" >"$out/runs.csv"
+echo "pg,disk,test,method,rep,ms,status,issued_after_ready_s,restore_done_after_s,accounts_cached_pct,accounts_os_cached_pct,restore_log" >"$out/runs.csv"
 NEED_PREPARE=1
 for ((rep = 1; rep <= reps; rep++)); do
 	for t in "${testlist[@]}"; do
@@ -279,9 +283,9 @@ print(f"dd of bench's files, cold: {float(km['dd_mb_per_s']):.0f} MB/s "
       f"({int(km['dd_bytes']) / 1048576:.0f} MB in {km['dd_seconds']} s).\n")
 print("Time of the statement (psql \\timing), median (min-max) over repetitions; failed: runs whose "
       "statement failed; issued: seconds after ready; cached: % of pgbench_accounts in shared buffers "
-      "once the restore finished.\n")
-print("| test | method | statement (s) | failed | issued (s) | restore done after the statement (s) | cached % | each (s) |")
-print("|---|---|---:|---:|---:|---:|---:|---|")
+      "once the restore finished; OS cache: % of its files in the OS page cache then (fincore).\n")
+print("| test | method | statement (s) | failed | issued (s) | restore done after the statement (s) | cached % | OS cache % | each (s) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---|")
 def num(x):
     try:
         return float(x)
@@ -302,6 +306,7 @@ for t in ["lock", "template", "rename", "drop"]:
               f"{cell([num(r['issued_after_ready_s']) for r in rr])} | "
               f"{cell([num(r['restore_done_after_s']) for r in rr], '{:.1f}')} | "
               f"{cell([num(r['accounts_cached_pct']) for r in rr], '{:.1f}')} | "
+              f"{cell([num(r.get('accounts_os_cached_pct', '')) for r in rr], '{:.1f}')} | "
               + " ".join("-" if s is None else f"{s:.2f}" for s in secs) + " |")
 print("\nThe restores' own log lines are in runs.csv.")
 EOF
