@@ -237,19 +237,25 @@ EOF
 	say "$name: $t ${ms} ms ($st), issued ${issued} s after ready; restore done ${waited} s after; pgbench_accounts ${cached}% in shared buffers, ${oscached}% in the OS cache"
 }
 
+# The steps that measure, or load the machine, hold the benchmark lock
+# (bench/lib.sh: locked), as warmup.sh's do.
+setup() {
+	ensure_db
+	ensure_xsrc
+	run_conf ""
+	pg_start "$CLDIR/logs/ddl-files.log"
+	verify_lib
+	sql "create extension if not exists pg_buffercache"
+	mapfile -t files < <(db_files)
+	version=$("$BINDIR/postgres" --version)
+	pg_stop
+	cold_read "${files[@]}"
+}
+
 use_pg "$pg"
 use_cluster "$disk" "$scale"
-ensure_db
 key=pg$pg-$disk
-ensure_xsrc
-run_conf ""
-pg_start "$CLDIR/logs/ddl-files.log"
-verify_lib
-sql "create extension if not exists pg_buffercache"
-mapfile -t files < <(db_files)
-version=$("$BINDIR/postgres" --version)
-pg_stop
-cold_read "${files[@]}"
+locked setup
 say "$key: dd of bench's files $CR_RATE MB/s"
 write_meta() { local f=$1; shift; printf '%s\n' "$@" >"$f"; }
 write_meta "$out/raw/$key.meta" "version=$version" "scale=$scale" "xscale=$xscale" \
@@ -261,7 +267,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 	for t in "${testlist[@]}"; do
 		nm=${#methodlist[@]}
 		for ((i = 0; i < nm; i++)); do
-			one_run "$t" "${methodlist[$(((i + rep - 1) % nm))]}" "$rep"
+			locked one_run "$t" "${methodlist[$(((i + rep - 1) % nm))]}" "$rep"
 		done
 	done
 done
