@@ -135,14 +135,16 @@ cmp_ok(resident_blocks($file), '>=', 0.95 * $blocks,
 cmp_ok(status($node, 'restore_blocks_os_only'), '>=', 0.75 * $blocks,
 	'and the restore counts it as into the OS cache only');
 
-# The saved set keeps big: the next dump has it in its OS tier.
+# The saved set keeps big: the next dump has it in its OS tier, as far as
+# the page cache still holds it (as above; nothing of ours evicts it, but
+# the kernel may, and then no dump can know of it).
 $node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
 cmp_ok(
 	$node->safe_psql(
 		'postgres', q{
 	SELECT count(DISTINCT block) FROM warmcache_blocks()
 	 WHERE fork = 'main' AND relfilenode = pg_relation_filenode('big')}),
-	'>=', $blocks, 'the next dump still holds every block of big');
+	'>=', 0.95 * $blocks, 'the next dump still holds big');
 
 $node->stop;
 done_testing();
