@@ -102,6 +102,7 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->base.window = wc_default_window();
 	pacer->base.no_evict = true;
 	pacer->base.prefault = true;
+	pacer->base.read_twice = true;
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;
