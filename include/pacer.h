@@ -57,6 +57,7 @@ typedef struct RestorePacer
 
 	/* what the last look at the other backends found */
 	bool		fg_reading;		/* some wait for a data file read */
+	TimestampTz fg_read_at;		/* when some were last seen reading */
 	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
 	int64		cpu_used;		/* this process's CPU time at the last pace */
 } RestorePacer;

@@ -82,7 +82,10 @@
 #define WC_FG_PROBE_MS		2
 #define WC_CPU_PROBE_MS		10
 
-/* Queries seen on a CPU this recently make the restore frugal, in ms. */
+/*
+ * Queries seen on a CPU this recently make the restore frugal, unless one
+ * was seen reading as recently; in ms.
+ */
 #define WC_BUSY_MEMORY_MS	200
 
 
@@ -328,6 +331,8 @@ look_at_backends(RestorePacer *pacer, TimestampTz now)
 	bool		on_cpu;
 
 	wc_look_at_backends(&pacer->fg_reading, &on_cpu);
+	if (pacer->fg_reading)
+		pacer->fg_read_at = now;
 	if (on_cpu)
 		pacer->fg_busy_at = now;
 }
@@ -428,14 +433,16 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 								 now);
 
 	/*
-	 * Queries running and none waiting for a read: the cache serves them,
-	 * and every cycle we take is one of theirs.  While they miss the cache
-	 * the device is what counts, and we keep it busy.  After a promotion
-	 * the queries miss shared buffers whatever they wait for: the followed
-	 * set is in the OS cache, and loading it is the CPU work that serves
-	 * them.
+	 * Queries running and none seen reading lately: shared buffers serve
+	 * them, and every cycle we take is one of theirs.  ("Lately": a read
+	 * that the page cache answers takes microseconds, so queries that miss
+	 * shared buffers show up in some looks, not in each.)  While they miss
+	 * the cache the device, or the copying, is what counts, and we keep at
+	 * it.  After a promotion the queries miss shared buffers whatever they
+	 * wait for: the followed set is in the OS cache, and loading it is the
+	 * CPU work that serves them.
 	 */
-	frugal = !pacer->fg_reading &&
+	frugal = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
 		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
 		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
 
