@@ -10,13 +10,14 @@ PNG per major through gnuplot.  t90, mean 30 s / 60 s: as warmup-report.py,
 against the primary's steady state of the same run.
 """
 import csv
-import datetime
 import glob
 import os
 import re
 import statistics
 import subprocess
 import sys
+
+from reportlib import fmt, logts, med, meta, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -25,40 +26,10 @@ out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
 METHODS = ["none", "os", "buffer"]
-PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
-LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
 PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 PROMO_START = "pg_warmcache: promoted: loading"
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def meta(path):
-    d = {}
-    if os.path.exists(path):
-        for line in open(path):
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                d[k] = v
-    return d
-
-
-def tps_series(path):
-    s = []
-    if os.path.exists(path):
-        for line in open(path, errors="replace"):
-            m = PROGRESS.match(line)
-            if m:
-                s.append((float(m.group(1)), float(m.group(2))))
-    return s
-
-
-def logts(line):
-    m = LOGTS.match(line)
-    if not m:
-        return None
-    return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def promotion(logpath):
@@ -84,15 +55,6 @@ def window_mean(tpss, n, steady):
         return None
     xs = tpss[:n]
     return sum(xs) / len(xs) / steady
-
-
-def fmt(x, spec=".2f", none="-"):
-    return none if x is None else format(x, spec)
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def spread(xs, spec=".2f"):

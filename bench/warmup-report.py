@@ -8,13 +8,14 @@ warmup.sh) and writes OUT_DIR/results.md (also printed), tps.csv,
 summary.csv and one PNG per (pg, disk, workload) through gnuplot.
 """
 import csv
-import datetime
 import glob
 import os
 import re
 import statistics
 import subprocess
 import sys
+
+from reportlib import fmt, logts, med, meta, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -25,40 +26,11 @@ raw = os.path.join(out, "raw")
 METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
-PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
-LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
 WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
-
-
-def meta(path):
-    d = {}
-    if os.path.exists(path):
-        for line in open(path):
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                d[k] = v
-    return d
-
-
-def tps_series(path):
-    s = []
-    for line in open(path, errors="replace"):
-        m = PROGRESS.match(line)
-        if m:
-            s.append((float(m.group(1)), float(m.group(2))))
-    return s
-
-
-def logts(line):
-    m = LOGTS.match(line)
-    if not m:
-        return None
-    return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def restore_info(logpath, method):
@@ -93,15 +65,6 @@ def window_mean(tpss, n, steady):
         return None
     xs = tpss[:n]
     return sum(xs) / len(xs) / steady
-
-
-def fmt(x, spec=".2f", none="-"):
-    return none if x is None else format(x, spec)
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 info = meta(os.path.join(out, "info.txt"))
