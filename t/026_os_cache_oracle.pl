@@ -55,6 +55,23 @@ sub os_warm
 	return;
 }
 
+# Mode prefetch only advises: the kernel may leave out a few pages (one
+# run here missed 3 of 2000 blocks after 10 s).  Nearly all of the file
+# must come, where an engine that did nothing would bring none.
+sub os_nearly_warm
+{
+	my ($name) = @_;
+	my $res = os_cached_bytes($path);
+	for (my $i = 0; $res < $size && $i < 100; $i++)
+	{
+		Time::HiRes::usleep(100_000);
+		$res = os_cached_bytes($path);
+	}
+	cmp_ok($res, '>=', 0.99 * $size,
+		"$name: the file is in the OS cache, but for at most 1%");
+	return;
+}
+
 # read, with its look-ahead advice off: only its reads can bring pages in.
 os_cold('read without advice');
 is( $node->safe_psql(
@@ -73,7 +90,7 @@ os_warm('warm(t, read)');
 os_cold('prefetch');
 is($node->safe_psql('postgres', "SELECT warm('t', 'prefetch')"),
 	$blocks, 'warm(t, prefetch) returns every block');
-os_warm('warm(t, prefetch)', 1);
+os_nearly_warm('warm(t, prefetch)');
 
 # A restore in mode read, of a dump that holds t, with t out of the OS
 # cache and out of shared buffers (restarted without autowarm).
