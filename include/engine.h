@@ -22,6 +22,7 @@
 
 #include "common/relpath.h"
 #include "storage/block.h"
+#include "storage/spin.h"
 #include "utils/relcache.h"
 
 /* Where warmed blocks go; warm()'s mode argument names them. */
@@ -49,6 +50,12 @@ typedef struct WarmRange
  * again from time to time, less often each time the answer stays the same.
  * A pacer carries this across calls (the restore's batches, the stripes of
  * a parallel warm); all zero is a fresh start.
+ *
+ * Processes warming at once share one device: one measuring alone while
+ * the others advise would see the device saturated either way.  So the
+ * processes of a parallel warm share one WarmAdvice (WarmAdviceShare) and
+ * switch together; members is how many, and the phases are as many times
+ * longer in the sum of their time.
  */
 typedef struct WarmAdvice
 {
@@ -61,10 +68,19 @@ typedef struct WarmAdvice
 	double		measured_us;
 	double		rate[2];		/* blocks per microsecond: [0] without, [1]
 								 * with advice */
+	uint64		measure_start;	/* consumed count when it began */
 	uint64		next_probe;		/* consumed count of the next measurement */
 	uint64		interval;		/* blocks between measurements; 0 = fresh */
 	uint32		probes;			/* measurements made, for debugging */
+	uint32		members;		/* processes sharing it; 0 = one */
 } WarmAdvice;
+
+/* A WarmAdvice shared by processes, in shared memory. */
+typedef struct WarmAdviceShare
+{
+	slock_t		mutex;
+	WarmAdvice	advice;
+} WarmAdviceShare;
 
 /*
  * Pacing of a warming loop.  The engine calls pace() before each I/O chunk
@@ -99,6 +115,7 @@ struct WarmPacer
 								 * the OS cache only, as mode read with
 								 * skip_in_buffers (set by pace()) */
 	WarmAdvice	advice;			/* kept by the engine across calls */
+	WarmAdviceShare *advice_share;	/* used instead, if set */
 };
 
 /* Most buffers wc_prefault_buffers() takes at once (2 MB of 8 kB blocks). */

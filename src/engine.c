@@ -68,13 +68,16 @@
 
 /*
  * Measuring whether advice pays (WarmAdvice): each state is timed over at
- * least WC_PHASE_BLOCKS blocks and WC_PHASE_US microseconds of the loop;
- * advice must be WC_ADVICE_GAIN times as fast to stay on.  Between
- * measurements WC_PROBE_BLOCKS blocks pass, four times more after each
- * measurement that changed nothing, up to WC_MAX_PROBE_BLOCKS.
+ * least WC_PHASE_BLOCKS blocks and WC_PHASE_US microseconds of the loop
+ * (per member of a shared measurement), long enough to see past a device's
+ * bursts: a volume capped per time slice answers the first reads of a slice
+ * at once.  Advice must be WC_ADVICE_GAIN times as fast to stay on.  The
+ * next measurement comes after four times the blocks the last one took, or
+ * WC_PROBE_BLOCKS if more, four times later again after each measurement
+ * that changed nothing, up to WC_MAX_PROBE_BLOCKS.
  */
 #define WC_PHASE_BLOCKS		1024
-#define WC_PHASE_US			5000.0
+#define WC_PHASE_US			100000.0
 #define WC_ADVICE_GAIN		1.10
 #define WC_PROBE_BLOCKS		16384
 #define WC_MAX_PROBE_BLOCKS	(1 << 20)
@@ -695,13 +698,18 @@ advice_wanted(WarmAdvice *a)
 {
 	if (a->interval == 0)
 	{
-		/* Fresh: measure without advice first, where it costs nothing. */
+		/*
+		 * Fresh: advise first.  Where advice pays, going without costs half
+		 * the rate or more; where it does not, advising costs a few system
+		 * calls per megabyte.
+		 */
 		a->interval = WC_PROBE_BLOCKS;
-		a->on = false;
+		a->on = true;
 		a->phase = 1;
 		a->settle_until = a->consumed;
 		a->measured_blocks = 0;
 		a->measured_us = 0;
+		a->measure_start = a->consumed;
 	}
 	return a->on;
 }
@@ -709,12 +717,15 @@ advice_wanted(WarmAdvice *a)
 /*
  * Account a chunk of blocks warmed in us microseconds (advice included),
  * and move the measurement on.  outstanding: blocks advised beyond those
- * warmed; window: the look-ahead if advice is switched on.
+ * warmed; window: the look-ahead if advice is switched on.  Returns true
+ * when a measurement ended (the caller reports it, outside any spinlock).
  */
-static void
+static bool
 advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
 			   uint64 window)
 {
+	uint32		members = Max(a->members, 1);
+
 	a->consumed += blocks;
 	if (a->phase == 0)
 	{
@@ -724,15 +735,17 @@ advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
 			a->settle_until = a->consumed;
 			a->measured_blocks = 0;
 			a->measured_us = 0;
+			a->measure_start = a->consumed;
 		}
-		return;
+		return false;
 	}
 	if (a->consumed - blocks < a->settle_until)
-		return;					/* the switch still shows */
+		return false;			/* the switch still shows */
 	a->measured_blocks += blocks;
 	a->measured_us += us;
-	if (a->measured_blocks < WC_PHASE_BLOCKS || a->measured_us < WC_PHASE_US)
-		return;
+	if (a->measured_blocks < WC_PHASE_BLOCKS * members ||
+		a->measured_us < WC_PHASE_US * members)
+		return false;
 
 	a->rate[a->on ? 1 : 0] = a->measured_blocks / a->measured_us;
 	a->measured_blocks = 0;
@@ -742,29 +755,39 @@ advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
 		/*
 		 * Now the other state.  Switching advice off, the blocks advised
 		 * already still come fast; switching it on, the look-ahead has to
-		 * fill first.
+		 * fill first.  Each member has its own.
 		 */
 		a->phase = 2;
-		a->settle_until = a->consumed + (a->on ? outstanding : window);
+		a->settle_until = a->consumed + (a->on ? outstanding : window) * members;
 		a->on = !a->on;
-		return;
+		return false;
 	}
 	else
 	{
 		bool		before = !a->on;	/* the state before phase 1 */
 		bool		best = a->rate[1] > a->rate[0] * WC_ADVICE_GAIN;
+		uint64		took = a->consumed - a->measure_start;
 
 		a->probes++;
-		elog(DEBUG2, "pg_warmcache: %.0f blocks/ms without advice, %.0f with: advice %s",
-			 a->rate[0] * 1000.0, a->rate[1] * 1000.0, best ? "on" : "off");
 		if (best == before)
 			a->interval = Min(a->interval * 4, (uint64) WC_MAX_PROBE_BLOCKS);
 		else
 			a->interval = WC_PROBE_BLOCKS;
+		a->interval = Max(a->interval, 4 * took);
 		a->on = best;
 		a->phase = 0;
 		a->next_probe = a->consumed + a->interval;
+		return true;
 	}
+}
+
+/* Report a measurement that advice_account() ended. */
+static void
+advice_report(const WarmAdvice *a)
+{
+	elog(DEBUG2, "pg_warmcache: %.0f blocks/ms without advice, %.0f with: advice %s (%u process%s)",
+		 a->rate[0] * 1000.0, a->rate[1] * 1000.0, a->on ? "on" : "off",
+		 Max(a->members, 1), a->members > 1 ? "es" : "");
 }
 
 static double
@@ -788,6 +811,8 @@ warm_loop(WarmJob *job)
 {
 	WarmPacer  *pacer = job->pacer;
 	WarmAdvice *advice = job->advice;
+	WarmAdviceShare *share = pacer ? pacer->advice_share : NULL;
+	WarmAdvice	reported;
 	uint64		done = 0;
 	uint64		in_buffers = 0; /* since the last pace() */
 	uint64		os_only = 0;
@@ -825,10 +850,17 @@ warm_loop(WarmJob *job)
 		measure = job->mode != WC_MODE_PREFETCH && pacer_window > 0;
 		if (measure)
 		{
+			bool		measuring;
+
 			INSTR_TIME_SET_CURRENT(start);
+			if (share)
+				SpinLockAcquire(&share->mutex);
 			advise = advice_wanted(advice);
+			measuring = advice->phase == 1;
+			if (share)
+				SpinLockRelease(&share->mutex);
 			/* The advice file is opened only once advice is wanted. */
-			if (advise || advice->phase == 1)
+			if (advise || measuring)
 				window = scaled_window(job, pacer_window, &piece);
 		}
 		if (job->mode == WC_MODE_PREFETCH)
@@ -866,14 +898,25 @@ warm_loop(WarmJob *job)
 		cursor_advance(&job->cur, warmed);
 		if (measure)
 		{
+			double		us = elapsed_us(start);
+			bool		ended;
+
 			/* Advice no longer issued is skipped over, not caught up. */
 			if (!advise && job->advised < done)
 			{
 				job->adv = job->cur;
 				job->advised = done;
 			}
-			advice_account(advice, warmed, elapsed_us(start),
-						   job->advised - done, window);
+			if (share)
+				SpinLockAcquire(&share->mutex);
+			ended = advice_account(advice, warmed, us, job->advised - done,
+								   window);
+			if (ended)
+				reported = *advice;
+			if (share)
+				SpinLockRelease(&share->mutex);
+			if (ended)
+				advice_report(&reported);
 		}
 		if (warmed < n)
 		{
@@ -911,7 +954,8 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	job.pacer = pacer;
 	job.use_stream = WC_HAVE_READ_STREAM && job.mode == WC_MODE_BUFFER &&
 		!(pacer && pacer->no_evict);
-	job.advice = pacer ? &pacer->advice : &job.local_advice;
+	job.advice = !pacer ? &job.local_advice :
+		pacer->advice_share ? &pacer->advice_share->advice : &pacer->advice;
 	job.cur.ranges = job.adv.ranges = ranges;
 	job.cur.nranges = job.adv.nranges = nranges;
 	cursor_advance(&job.cur, 0);	/* skip empty ranges */

@@ -116,6 +116,7 @@ typedef struct ParallelWarm
 	pg_atomic_uint32 next_chunk;	/* the next WC_PREFAULT_CHUNK to prefault */
 	pg_atomic_uint32 free_seen; /* unused buffers the workers passed */
 	pg_atomic_uint32 prefaulted;	/* buffers whose memory they faulted in */
+	WarmAdviceShare advice;		/* whether advice pays, measured together */
 	pg_atomic_uint32 finished[WC_MAX_WARM_WORKERS]; /* set by worker i when
 													 * it has let go of all */
 	WarmStripe	stripe[FLEXIBLE_ARRAY_MEMBER];
@@ -331,6 +332,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.window = pw->window;
 	pacer.prefault = true;
+	pacer.advice_share = &pw->advice;
 
 	while (claim_stripe(pw, &i))
 	{
@@ -425,6 +427,8 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pg_atomic_init_u32(&pw->next_chunk, 0);
 	pg_atomic_init_u32(&pw->free_seen, 0);
 	pg_atomic_init_u32(&pw->prefaulted, 0);
+	SpinLockInit(&pw->advice.mutex);
+	pw->advice.advice.members = nprocs;
 	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
 		pg_atomic_init_u32(&pw->finished[i], 0);
 	for (i = 0; i < nstripes; i++)
@@ -440,6 +444,10 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 			   launch_worker(seg, pw->relid, leader.nworkers,
 							 &leader.handles[leader.nworkers]))
 			leader.nworkers++;
+
+		SpinLockAcquire(&pw->advice.mutex);
+		pw->advice.advice.members = leader.nworkers + 1;
+		SpinLockRelease(&pw->advice.mutex);
 
 		elog(DEBUG1, "pg_warmcache: warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
 			 range->count, RelationGetRelationName(rel), nstripes,
@@ -538,6 +546,7 @@ pg_warmcache_warm_main(Datum arg)
 	pacer.pace = pace_worker;
 	pacer.window = pw->window;
 	pacer.prefault = true;
+	pacer.advice_share = &pw->advice;
 	while (claim_stripe(pw, &i))
 	{
 		WarmRange	r = stripe_range(pw, i);
