@@ -497,6 +497,41 @@ check_patience(RestoreLeader *leader)
 		give_up_share(leader, &leader->shares[s], DB_RESTORE);
 }
 
+/*
+ * Does a database-level command want a database whose restore waits for it
+ * (a stripe that stepped out, or one not started)?  CREATE DATABASE copies
+ * its template, ALTER DATABASE SET TABLESPACE moves the files: bulk I/O
+ * that the user waits for, and the restore's other workers would halve its
+ * bandwidth.  The workers pause while this holds (pacer.c).
+ */
+static bool
+database_command_pending(RestoreLeader *leader)
+{
+	int			s;
+
+	if (leader->stopped)
+		return false;
+	for (s = 0; s < leader->nshares; s++)
+	{
+		DbShare    *share = &leader->shares[s];
+		int			k;
+
+		if (share->closed || !OidIsValid(share->db))
+			continue;
+		for (k = 0; k < share->nstripes; k++)
+		{
+			if (share->stripes[k].state == STRIPE_PENDING ||
+				share->stripes[k].state == STRIPE_STEPPED_OUT)
+			{
+				if (wc_database_wanted(share->db))
+					return true;
+				break;
+			}
+		}
+	}
+	return false;
+}
+
 /* After an abort, end the workers that did not stop by themselves. */
 static void
 stop_workers(RestoreLeader *leader)
@@ -557,6 +592,7 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
+	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
 	LWLockRelease(wc_shared->lock);
@@ -668,6 +704,7 @@ static void
 end_restore_callback(int code, Datum arg)
 {
 	wc_shared->abort_requested = true;	/* the workers look at it */
+	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
 	wc_end_operation();
 }
 
@@ -703,6 +740,8 @@ lead_workers(RestoreLeader *leader)
 		reap_workers(leader);
 		launch_workers(leader);
 		check_patience(leader);
+		pg_atomic_write_u32(&wc_shared->db_command_pending,
+							database_command_pending(leader) ? 1 : 0);
 		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
 			break;
 
@@ -745,6 +784,7 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 					 errdetail("%llu of the blocks were in the OS page cache only; they go back there.",
 							   (unsigned long long) leader.os_tier_blocks) : 0));
 			lead_workers(&leader);
+			pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
 			report_end(&leader, &hdr, source, started);
 			if (leader.shares)
 				pfree(leader.shares);

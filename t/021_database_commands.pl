@@ -17,6 +17,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use WarmCache;
 
 # Each command succeeds within this many seconds; the restore looks every
@@ -91,6 +92,52 @@ wait_for_restore_worker($node, 'db_renamed');
 ok(1, 'workers restore db_tmpl and db_renamed again');
 is($node->safe_psql('clone', 'SELECT count(*) > 0 FROM big'),
 	't', 'the clone has the template\'s table');
+
+# While a database command wants a database that the restore wants, the
+# restore's other workers pause: CREATE DATABASE copies its template, and
+# their reads would take bandwidth from the copy.  A session sitting in
+# db_tmpl keeps CREATE DATABASE ... TEMPLATE db_tmpl waiting (it gives up
+# after 5 s); pg_buffercache, from database postgres, shows whether
+# db_renamed's restore moves meanwhile, and that it moves without such a
+# command.
+my $progress_secs = 3;
+my $control_secs = 5;
+my $db_buffers = q{
+SELECT count(*) FROM pg_buffercache
+ WHERE reldatabase = (SELECT oid FROM pg_database WHERE datname = 'db_renamed')};
+my $before = $node->safe_psql('postgres', $db_buffers);
+sleep $control_secs;
+my $moved = $node->safe_psql('postgres', $db_buffers) - $before;
+note("db_renamed: $moved blocks restored in $control_secs s");
+cmp_ok($moved, '>=', 24,
+	'without a database command, the restore of db_renamed goes on');
+
+my %out = map { $_ => '' } qw(sit_out sit_err cmd_out cmd_err);
+my $sitter = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('db_tmpl'), '-c', 'SELECT pg_sleep(8)' ],
+	'>', \$out{sit_out}, '2>', \$out{sit_err},
+	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+$node->poll_query_until('postgres',
+	"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = 'db_tmpl' AND query LIKE 'SELECT pg_sleep%')"
+) or die 'timed out waiting for the session in db_tmpl';
+my $cmd = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-d', $node->connstr('postgres'),
+		'-c', 'CREATE DATABASE clone2 TEMPLATE db_tmpl'
+	],
+	'>', \$out{cmd_out}, '2>', \$out{cmd_err},
+	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+sleep 1;
+$before = $node->safe_psql('postgres', $db_buffers);
+sleep $progress_secs;
+$moved = $node->safe_psql('postgres', $db_buffers) - $before;
+note("db_renamed: $moved blocks restored in $progress_secs s while CREATE DATABASE waited");
+cmp_ok($moved, '<', 12,
+	'while CREATE DATABASE ... TEMPLATE db_tmpl waits, the restore of db_renamed pauses');
+ok(!$cmd->finish, 'CREATE DATABASE gives up on the session in db_tmpl');
+like($out{cmd_err}, qr/being accessed by other users/,
+	'CREATE DATABASE says that db_tmpl is being accessed');
+$sitter->finish;
 
 # Lift the cap: the restore completes.
 $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
