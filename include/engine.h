@@ -72,7 +72,8 @@ typedef struct WarmAdvice
 	uint64		next_probe;		/* consumed count of the next measurement */
 	uint64		interval;		/* blocks between measurements; 0 = fresh */
 	uint32		probes;			/* measurements made, for debugging */
-	uint32		members;		/* processes sharing it; 0 = one */
+	uint32		members;		/* processes warming with it now, if
+								 * shared; 0 = one */
 } WarmAdvice;
 
 /* A WarmAdvice shared by processes, in shared memory. */

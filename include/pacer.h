@@ -35,6 +35,8 @@ typedef enum PacerStop
 	WC_STOP_NONE,
 	WC_STOP_LOCK_WANTED,		/* a lock request waits for our relation */
 	WC_STOP_DB_WANTED,			/* a database-level command waits for us */
+	WC_STOP_PAUSE,				/* one wants another database of the
+								 * restore: wait, outside the batch */
 	WC_STOP_ABORT				/* abort or shutdown */
 } PacerStop;
 
@@ -66,6 +68,7 @@ extern void wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot,
 						  WarmMode mode);
 extern bool wc_pacer_check(RestorePacer *pacer);
 extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
+extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
 extern bool wc_database_wanted(Oid db);
 extern void wc_look_at_backends(bool *reading, bool *on_cpu);
 extern int64 wc_cpu_time_us(void);

@@ -770,15 +770,29 @@ advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
 
 		a->probes++;
 		if (best == before)
-			a->interval = Min(a->interval * 4, (uint64) WC_MAX_PROBE_BLOCKS);
+			a->interval = a->interval * 4;
 		else
 			a->interval = WC_PROBE_BLOCKS;
-		a->interval = Max(a->interval, 4 * took);
+		a->interval = Min(Max(a->interval, 4 * took),
+						  (uint64) WC_MAX_PROBE_BLOCKS);
 		a->on = best;
 		a->phase = 0;
 		a->next_probe = a->consumed + a->interval;
 		return true;
 	}
+}
+
+/* Join (1) or leave (-1) a pacer's shared measurement, if it has one. */
+static void
+share_membership(WarmPacer *pacer, int delta)
+{
+	WarmAdviceShare *share = pacer ? pacer->advice_share : NULL;
+
+	if (share == NULL)
+		return;
+	SpinLockAcquire(&share->mutex);
+	share->advice.members += delta;
+	SpinLockRelease(&share->mutex);
 }
 
 /* Report a measurement that advice_account() ended. */
@@ -975,7 +989,11 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	for (i = 0; i < nranges; i++)
 		job.prefault_left += ranges[i].count;
 
-	/* The segment files are ours to close, whatever happens. */
+	/*
+	 * The segment files are ours to close, whatever happens; a shared
+	 * measurement counts the processes in their loops.
+	 */
+	share_membership(pacer, 1);
 	PG_TRY();
 	{
 		done = warm_loop(&job);
@@ -984,6 +1002,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	{
 		seg_close(&job.sf[0]);
 		seg_close(&job.sf[1]);
+		share_membership(pacer, -1);
 	}
 	PG_END_TRY();
 

@@ -12,8 +12,9 @@
  *   holds: a lock request that conflicts with our AccessShareLock on the
  *   relation being read (probed every 10 ms), or a database-level command
  *   on our database (probed every 100 ms);
- * - pauses while a database-level command wants a database that the
- *   restore wants too (CREATE DATABASE copying its template, say);
+ * - stops the engine, for the worker to wait between batches, while a
+ *   database-level command wants a database that the restore wants too
+ *   (CREATE DATABASE copying its template, say);
  * - reads in 64 kB pieces with one more ahead while some query waits for a
  *   data file read, so that its read queues behind little of ours while
  *   the device stays busy;
@@ -472,15 +473,29 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	/*
 	 * A database-level command wants a database that the restore wants too
 	 * (restore.c): it copies or moves that database, or is about to, and
-	 * the user waits for it.  Our reads would halve its bandwidth; the next
-	 * one waits until the command is done.
+	 * the user waits for it.  Our reads would halve its bandwidth.  Stop
+	 * the batch: the worker waits outside its transaction, holding no lock
+	 * and no snapshot, and goes on with the batch afterwards.
 	 */
 	if (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
 		!pacer->base.stop)
 	{
-		elog(DEBUG1, "pg_warmcache: restore worker pauses for a database command");
-		while (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
-			   !pacer->base.stop)
-			wc_pacer_sleep(pacer, WC_SLEEP_SLICE_MS);
+		pacer->why = WC_STOP_PAUSE;
+		pacer->base.stop = true;
 	}
+}
+
+/*
+ * Between batches: wait while a database-level command wants a database
+ * of the restore (see pace_restore), or until the pacer must stop.
+ */
+void
+wc_pacer_wait_for_commands(RestorePacer *pacer)
+{
+	if (pg_atomic_read_u32(&wc_shared->db_command_pending) == 0)
+		return;
+	elog(DEBUG1, "pg_warmcache: restore worker pauses for a database command");
+	while (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
+		   !wc_pacer_check(pacer))
+		wc_pacer_sleep(pacer, WC_SLEEP_SLICE_MS);
 }

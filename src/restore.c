@@ -66,6 +66,13 @@
 /* A worker that dies before connecting is started this often at most. */
 #define WC_CONNECT_ATTEMPTS		3
 
+/*
+ * The restore pauses for a database-level command at most this long, in
+ * seconds: a command in a transaction left open (ALTER DATABASE ... RENAME
+ * holds its lock until commit) must not stop the restore for good.
+ */
+#define WC_COMMAND_PAUSE_MAX_S	30
+
 /* After an abort, workers get this long to stop by themselves, in ms. */
 #define WC_STOP_GRACE_MS		5000
 
@@ -108,6 +115,8 @@ typedef struct RestoreLeader
 	bool		stopped;		/* aborted or shutting down */
 	TimestampTz stopped_at;
 	TimestampTz no_slot_since;	/* launches failing since, or 0 */
+	TimestampTz command_since;	/* a database command wanted a database
+								 * of the restore since, or 0 */
 	bool		no_slot_warned;
 	char		reason[64];		/* first reason the restore is incomplete */
 	BackgroundWorkerHandle *handles[WC_MAX_RESTORE_WORKERS];
@@ -499,18 +508,13 @@ check_patience(RestoreLeader *leader)
 
 /*
  * Does a database-level command want a database whose restore waits for it
- * (a stripe that stepped out, or one not started)?  CREATE DATABASE copies
- * its template, ALTER DATABASE SET TABLESPACE moves the files: bulk I/O
- * that the user waits for, and the restore's other workers would halve its
- * bandwidth.  The workers pause while this holds (pacer.c).
+ * (a stripe that stepped out, or one not started)?
  */
 static bool
-database_command_pending(RestoreLeader *leader)
+command_wants_restore_database(RestoreLeader *leader)
 {
 	int			s;
 
-	if (leader->stopped)
-		return false;
 	for (s = 0; s < leader->nshares; s++)
 	{
 		DbShare    *share = &leader->shares[s];
@@ -530,6 +534,30 @@ database_command_pending(RestoreLeader *leader)
 		}
 	}
 	return false;
+}
+
+/*
+ * Whether the workers pause now (pacer.c): CREATE DATABASE copies its
+ * template, ALTER DATABASE SET TABLESPACE moves the files, bulk I/O that
+ * the user waits for, and the restore's other workers would halve its
+ * bandwidth.  For at most WC_COMMAND_PAUSE_MAX_S while commands keep
+ * wanting databases of the restore, then not until none does.
+ */
+static bool
+pause_for_commands(RestoreLeader *leader)
+{
+	TimestampTz now;
+
+	if (leader->stopped || !command_wants_restore_database(leader))
+	{
+		leader->command_since = 0;
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	if (leader->command_since == 0)
+		leader->command_since = now;
+	return !TimestampDifferenceExceeds(leader->command_since, now,
+									   WC_COMMAND_PAUSE_MAX_S * 1000);
 }
 
 /* After an abort, end the workers that did not stop by themselves. */
@@ -741,7 +769,7 @@ lead_workers(RestoreLeader *leader)
 		launch_workers(leader);
 		check_patience(leader);
 		pg_atomic_write_u32(&wc_shared->db_command_pending,
-							database_command_pending(leader) ? 1 : 0);
+							pause_for_commands(leader) ? 1 : 0);
 		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
 			break;
 

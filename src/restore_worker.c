@@ -424,12 +424,22 @@ handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 
 	if (w->stopping)
 		return;
-	if (w->stepping_out || wc_pacer_check(&w->pacer))
-		result = BATCH_DEFERRED;
-	else
-		result = restore_batch(w, batch, clipped);
+	for (;;)
+	{
+		bool		paused;
 
-	take_verdict(w);
+		wc_pacer_wait_for_commands(&w->pacer);
+		if (w->stepping_out || wc_pacer_check(&w->pacer))
+			result = BATCH_DEFERRED;
+		else
+			result = restore_batch(w, batch, clipped);
+		paused = (w->pacer.why == WC_STOP_PAUSE);
+		take_verdict(w);
+		/* Paused for a database command: the rest of it, after the wait. */
+		if (!paused || result != BATCH_DEFERRED || batch->blocks == 0 ||
+			w->stopping || w->stepping_out)
+			break;
+	}
 
 	if (result != BATCH_DEFERRED || batch->blocks == 0)
 		return;

@@ -95,9 +95,9 @@ is($node->safe_psql('clone', 'SELECT count(*) > 0 FROM big'),
 
 # While a database command wants a database that the restore wants, the
 # restore's other workers pause: CREATE DATABASE copies its template, and
-# their reads would take bandwidth from the copy.  A session sitting in
-# db_tmpl keeps CREATE DATABASE ... TEMPLATE db_tmpl waiting (it gives up
-# after 5 s); pg_buffercache, from database postgres, shows whether
+# their reads would take bandwidth from the copy.  ALTER DATABASE ...
+# RENAME in a transaction left open holds its lock until the end of the
+# transaction; pg_buffercache, from database postgres, shows whether
 # db_renamed's restore moves meanwhile, and that it moves without such a
 # command.
 my $progress_secs = 3;
@@ -105,6 +105,8 @@ my $control_secs = 5;
 my $db_buffers = q{
 SELECT count(*) FROM pg_buffercache
  WHERE reldatabase = (SELECT oid FROM pg_database WHERE datname = 'db_renamed')};
+cmp_ok(cached($node, 'big', 'main', 'db_tmpl'),
+	'<', $blocks{db_tmpl}, 'db_tmpl is not restored yet');
 my $before = $node->safe_psql('postgres', $db_buffers);
 sleep $control_secs;
 my $moved = $node->safe_psql('postgres', $db_buffers) - $before;
@@ -112,32 +114,30 @@ note("db_renamed: $moved blocks restored in $control_secs s");
 cmp_ok($moved, '>=', 24,
 	'without a database command, the restore of db_renamed goes on');
 
-my %out = map { $_ => '' } qw(sit_out sit_err cmd_out cmd_err);
-my $sitter = IPC::Run::start(
-	[ 'psql', '-XAtq', '-d', $node->connstr('db_tmpl'), '-c', 'SELECT pg_sleep(8)' ],
-	'>', \$out{sit_out}, '2>', \$out{sit_err},
-	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-$node->poll_query_until('postgres',
-	"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = 'db_tmpl' AND query LIKE 'SELECT pg_sleep%')"
-) or die 'timed out waiting for the session in db_tmpl';
-my $cmd = IPC::Run::start(
-	[
-		'psql', '-XAtq', '-d', $node->connstr('postgres'),
-		'-c', 'CREATE DATABASE clone2 TEMPLATE db_tmpl'
-	],
-	'>', \$out{cmd_out}, '2>', \$out{cmd_err},
-	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+my ($in, $out, $err) = ('', '', '');
+my $timer = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+my $holder = IPC::Run::start(
+	[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+	'<', \$in, '>', \$out, '2>', \$err, $timer);
+$in .= "BEGIN;\nALTER DATABASE db_tmpl RENAME TO db_tmpl_held;\nSELECT 'held';\n";
+ok(pump_until($holder, $timer, \$out, qr/held/),
+	'ALTER DATABASE db_tmpl RENAME in an open transaction succeeds')
+  or diag($err);
 sleep 1;
 $before = $node->safe_psql('postgres', $db_buffers);
 sleep $progress_secs;
 $moved = $node->safe_psql('postgres', $db_buffers) - $before;
-note("db_renamed: $moved blocks restored in $progress_secs s while CREATE DATABASE waited");
+note("db_renamed: $moved blocks restored in $progress_secs s while the command held db_tmpl");
 cmp_ok($moved, '<', 12,
-	'while CREATE DATABASE ... TEMPLATE db_tmpl waits, the restore of db_renamed pauses');
-ok(!$cmd->finish, 'CREATE DATABASE gives up on the session in db_tmpl');
-like($out{cmd_err}, qr/being accessed by other users/,
-	'CREATE DATABASE says that db_tmpl is being accessed');
-$sitter->finish;
+	'while a command holds db_tmpl, the restore of db_renamed pauses');
+is( $node->safe_psql(
+		'postgres', qq{
+SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+ WHERE a.backend_type = 'pg_warmcache restore' AND l.locktype = 'relation'}),
+	'0',
+	'pg_locks shows no relation lock held by a paused restore worker');
+$in .= "ROLLBACK;\n\\q\n";
+ok($holder->finish, 'the transaction rolls back');
 
 # Lift the cap: the restore completes.
 $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
