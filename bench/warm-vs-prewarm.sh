@@ -192,31 +192,39 @@ EOF
 	if [ "$mode" = prefetch ]; then wait_cached; fi
 }
 
-for cond in "${condlist[@]}"; do
-	use_condition "$cond"
-	for ((rep = 1; rep <= reps; rep++)); do
-		raw_rate "$cond"
-		echo "$cond,$rep,$CR_BYTES,$CR_SECS,$CR_RATE" >>"$ddcsv"
-		say "$cond rep $rep: dd: $CR_RATE MB/s"
-		for mode in "${modelist[@]}"; do
-			methods=(pg_prewarm warm)
-			[ "$mode" = prefetch ] || [ "$workers" -eq 0 ] || methods+=(warm-parallel)
-			n=${#methods[@]}
-			for ((k = 0; k < n; k++)); do
-				method=${methods[$(((k + rep - 1) % n))]}
-				time_call "$cond" "$method" "$mode"
-				rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-				echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate" >>"$raw"
-				say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s"
-				if [ -n "$CACHED_SECS" ]; then
-					rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-					echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate" >>"$raw"
-					say "$cond rep $rep: $method($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
-				fi
-			done
+# one_rep COND REP: dd, then each method in this repetition's order.
+one_rep() {
+	local cond=$1 rep=$2 mode methods n k method rate
+	raw_rate "$cond"
+	echo "$cond,$rep,$CR_BYTES,$CR_SECS,$CR_RATE" >>"$ddcsv"
+	say "$cond rep $rep: dd: $CR_RATE MB/s"
+	for mode in "${modelist[@]}"; do
+		methods=(pg_prewarm warm)
+		[ "$mode" = prefetch ] || [ "$workers" -eq 0 ] || methods+=(warm-parallel)
+		n=${#methods[@]}
+		for ((k = 0; k < n; k++)); do
+			method=${methods[$(((k + rep - 1) % n))]}
+			time_call "$cond" "$method" "$mode"
+			rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
+			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate" >>"$raw"
+			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s"
+			if [ -n "$CACHED_SECS" ]; then
+				rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
+				echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate" >>"$raw"
+				say "$cond rep $rep: $method($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
+			fi
 		done
 	done
 	pg_stop
+}
+
+# Each step holds the benchmark lock (bench/lib.sh: locked), so that no
+# other benchmark or test run measures at the same time.
+for cond in "${condlist[@]}"; do
+	locked use_condition "$cond"
+	for ((rep = 1; rep <= reps; rep++)); do
+		locked one_rep "$cond" "$rep"
+	done
 	check_so
 done
 
