@@ -105,6 +105,9 @@ typedef struct WarmShared
 	pg_atomic_uint64 rate_clock;	/* bytes read, at max_restore_rate */
 	pg_atomic_uint64 cpu_clock;		/* CPU time, while queries are busy */
 
+	/* Whether advice pays, measured by all restore workers together. */
+	WarmAdviceShare restore_advice;
+
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
 } WarmShared;
 

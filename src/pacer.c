@@ -109,6 +109,8 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->base.no_evict = true;
 	pacer->base.prefault = true;
 	pacer->base.read_twice = true;
+	/* The workers read from one device: see WarmAdvice. */
+	pacer->base.advice_share = &wc_shared->restore_advice;
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;

@@ -250,6 +250,7 @@ wc_shmem_startup(void)
 			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
 		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
 		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
+		SpinLockInit(&wc_shared->restore_advice.mutex);
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
 			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
 	}

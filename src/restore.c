@@ -621,6 +621,9 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
+	SpinLockAcquire(&wc_shared->restore_advice.mutex);
+	memset(&wc_shared->restore_advice.advice, 0, sizeof(WarmAdvice));
+	SpinLockRelease(&wc_shared->restore_advice.mutex);
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
 	LWLockRelease(wc_shared->lock);
