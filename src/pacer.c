@@ -463,6 +463,14 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	pacer->base.os_cache_only = frugal && pacer->mode == WC_MODE_BUFFER &&
 		wc_dump_os_cache;
 
+	/*
+	 * Reading a chunk a second time puts its pages on the kernel's active
+	 * list (engine.c, read_os); it costs a copy from the page cache.  Not
+	 * while every cycle is a query's: a page that a query then reads is
+	 * activated by that read.
+	 */
+	pacer->base.read_twice = !frugal;
+
 	if (frugal && cpu_spent > 0)
 		sleep_us = Max(sleep_us,
 					   charge_budget(&wc_shared->cpu_clock,
