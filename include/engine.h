@@ -72,14 +72,21 @@ typedef struct WarmAdvice
 	uint64		next_probe;		/* consumed count of the next measurement */
 	uint64		interval;		/* blocks between measurements; 0 = fresh */
 	uint32		probes;			/* measurements made, for debugging */
-	uint32		members;		/* processes warming with it now, if
-								 * shared; 0 = one */
+	uint32		members;		/* processes sharing it (see
+								 * WarmAdviceShare); 0 = one */
 } WarmAdvice;
 
-/* A WarmAdvice shared by processes, in shared memory. */
+/*
+ * A WarmAdvice shared by processes, in shared memory.  With count_members,
+ * the engine counts the processes in its loop as members; without, the
+ * owner sets members (a parallel warm: all it launched, from the start, so
+ * that the caller, alone while its workers prefault buffers, measures as
+ * long as all of them will).
+ */
 typedef struct WarmAdviceShare
 {
 	slock_t		mutex;
+	bool		count_members;
 	WarmAdvice	advice;
 } WarmAdviceShare;
 

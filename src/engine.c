@@ -788,7 +788,7 @@ share_membership(WarmPacer *pacer, int delta)
 {
 	WarmAdviceShare *share = pacer ? pacer->advice_share : NULL;
 
-	if (share == NULL)
+	if (share == NULL || !share->count_members)
 		return;
 	SpinLockAcquire(&share->mutex);
 	share->advice.members += delta;

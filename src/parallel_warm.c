@@ -428,6 +428,8 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pg_atomic_init_u32(&pw->free_seen, 0);
 	pg_atomic_init_u32(&pw->prefaulted, 0);
 	SpinLockInit(&pw->advice.mutex);
+	pw->advice.count_members = false;
+	pw->advice.advice.members = nprocs;
 	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
 		pg_atomic_init_u32(&pw->finished[i], 0);
 	for (i = 0; i < nstripes; i++)
@@ -443,6 +445,10 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 			   launch_worker(seg, pw->relid, leader.nworkers,
 							 &leader.handles[leader.nworkers]))
 			leader.nworkers++;
+
+		SpinLockAcquire(&pw->advice.mutex);
+		pw->advice.advice.members = leader.nworkers + 1;
+		SpinLockRelease(&pw->advice.mutex);
 
 		elog(DEBUG1, "pg_warmcache: warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
 			 range->count, RelationGetRelationName(rel), nstripes,

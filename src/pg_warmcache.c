@@ -251,6 +251,7 @@ wc_shmem_startup(void)
 		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
 		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
 		SpinLockInit(&wc_shared->restore_advice.mutex);
+		wc_shared->restore_advice.count_members = true;
 		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
 			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
 	}
