@@ -18,6 +18,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes ();
 use WarmCache;
 
 # Each command succeeds within this many seconds; the restore looks every
@@ -123,6 +124,7 @@ $in .= "BEGIN;\nALTER DATABASE db_tmpl RENAME TO db_tmpl_held;\nSELECT 'held';\n
 ok(pump_until($holder, $timer, \$out, qr/held/),
 	'ALTER DATABASE db_tmpl RENAME in an open transaction succeeds')
   or diag($err);
+my $held_at = Time::HiRes::time();
 sleep 1;
 $before = $node->safe_psql('postgres', $db_buffers);
 sleep $progress_secs;
@@ -136,6 +138,18 @@ SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
  WHERE a.backend_type = 'pg_warmcache restore' AND l.locktype = 'relation'}),
 	'0',
 	'pg_locks shows no relation lock held by a paused restore worker');
+
+# The pause lasts 30 s at most: a transaction left open must not stop the
+# restore for good.
+my $pause_max_secs = 30;
+my $left = $held_at + $pause_max_secs + 1 - Time::HiRes::time();
+Time::HiRes::sleep($left) if $left > 0;
+$before = $node->safe_psql('postgres', $db_buffers);
+sleep $control_secs;
+$moved = $node->safe_psql('postgres', $db_buffers) - $before;
+note("db_renamed: $moved blocks restored in $control_secs s after $pause_max_secs s of the open transaction");
+cmp_ok($moved, '>=', 24,
+	"after $pause_max_secs s the restore of db_renamed goes on beside the open transaction");
 $in .= "ROLLBACK;\n\\q\n";
 ok($holder->finish, 'the transaction rolls back');
 
