@@ -782,6 +782,21 @@ advice_account(WarmAdvice *a, uint64 blocks, double us, uint64 outstanding,
 	}
 }
 
+/* A shared measurement is read and moved on under its spinlock. */
+static inline void
+advice_lock(WarmAdviceShare *share)
+{
+	if (share)
+		SpinLockAcquire(&share->mutex);
+}
+
+static inline void
+advice_unlock(WarmAdviceShare *share)
+{
+	if (share)
+		SpinLockRelease(&share->mutex);
+}
+
 /* Join (1) or leave (-1) a pacer's shared measurement, if it has one. */
 static void
 share_membership(WarmPacer *pacer, int delta)
@@ -790,9 +805,9 @@ share_membership(WarmPacer *pacer, int delta)
 
 	if (share == NULL || !share->count_members)
 		return;
-	SpinLockAcquire(&share->mutex);
+	advice_lock(share);
 	share->advice.members += delta;
-	SpinLockRelease(&share->mutex);
+	advice_unlock(share);
 }
 
 /* Report a measurement that advice_account() ended. */
@@ -867,12 +882,10 @@ warm_loop(WarmJob *job)
 			bool		measuring;
 
 			INSTR_TIME_SET_CURRENT(start);
-			if (share)
-				SpinLockAcquire(&share->mutex);
+			advice_lock(share);
 			advise = advice_wanted(advice);
 			measuring = advice->phase == 1;
-			if (share)
-				SpinLockRelease(&share->mutex);
+			advice_unlock(share);
 			/* The advice file is opened only once advice is wanted. */
 			if (advise || measuring)
 				window = scaled_window(job, pacer_window, &piece);
@@ -921,14 +934,12 @@ warm_loop(WarmJob *job)
 				job->adv = job->cur;
 				job->advised = done;
 			}
-			if (share)
-				SpinLockAcquire(&share->mutex);
+			advice_lock(share);
 			ended = advice_account(advice, warmed, us, job->advised - done,
 								   window);
 			if (ended)
 				reported = *advice;
-			if (share)
-				SpinLockRelease(&share->mutex);
+			advice_unlock(share);
 			if (ended)
 				advice_report(&reported);
 		}

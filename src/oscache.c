@@ -184,7 +184,8 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 /*
  * While queries keep every CPU busy, the walk takes at most
  * WC_BUSY_CPU_PERCENT of a core, as the restore does: after each
- * WC_SCAN_SLICE_US of CPU it sleeps for as long as that share asks.  Idle, or at shutdown, it runs.
+ * WC_SCAN_SLICE_US of CPU it sleeps for as long as that share asks.  Idle,
+ * or at shutdown, it runs.
  */
 static void
 yield_cpu(OsScan *scan)

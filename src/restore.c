@@ -518,20 +518,15 @@ command_wants_restore_database(RestoreLeader *leader)
 	for (s = 0; s < leader->nshares; s++)
 	{
 		DbShare    *share = &leader->shares[s];
+		bool		waiting = false;
 		int			k;
 
-		if (share->closed || !OidIsValid(share->db))
-			continue;
 		for (k = 0; k < share->nstripes; k++)
-		{
-			if (share->stripes[k].state == STRIPE_PENDING ||
-				share->stripes[k].state == STRIPE_STEPPED_OUT)
-			{
-				if (wc_database_wanted(share->db))
-					return true;
-				break;
-			}
-		}
+			waiting |= (share->stripes[k].state == STRIPE_PENDING ||
+						share->stripes[k].state == STRIPE_STEPPED_OUT);
+		if (waiting && !share->closed && OidIsValid(share->db) &&
+			wc_database_wanted(share->db))
+			return true;
 	}
 	return false;
 }

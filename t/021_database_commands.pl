@@ -103,16 +103,25 @@ is($node->safe_psql('clone', 'SELECT count(*) > 0 FROM big'),
 # command.
 my $progress_secs = 3;
 my $control_secs = 5;
-my $db_buffers = q{
+
+# The blocks of db_renamed that come into shared buffers in $secs seconds,
+# counted from database postgres; $when says when, for the test's log.
+sub restored_in
+{
+	my ($secs, $when) = @_;
+	my $db_buffers = q{
 SELECT count(*) FROM pg_buffercache
  WHERE reldatabase = (SELECT oid FROM pg_database WHERE datname = 'db_renamed')};
+	my $before = $node->safe_psql('postgres', $db_buffers);
+	sleep $secs;
+	my $moved = $node->safe_psql('postgres', $db_buffers) - $before;
+	note("db_renamed: $moved blocks restored in $secs s $when");
+	return $moved;
+}
+
 cmp_ok(cached($node, 'big', 'main', 'db_tmpl'),
 	'<', $blocks{db_tmpl}, 'db_tmpl is not restored yet');
-my $before = $node->safe_psql('postgres', $db_buffers);
-sleep $control_secs;
-my $moved = $node->safe_psql('postgres', $db_buffers) - $before;
-note("db_renamed: $moved blocks restored in $control_secs s");
-cmp_ok($moved, '>=', 24,
+cmp_ok(restored_in($control_secs, 'without a command'), '>=', 24,
 	'without a database command, the restore of db_renamed goes on');
 
 my ($in, $out, $err) = ('', '', '');
@@ -126,11 +135,8 @@ ok(pump_until($holder, $timer, \$out, qr/held/),
   or diag($err);
 my $held_at = Time::HiRes::time();
 sleep 1;
-$before = $node->safe_psql('postgres', $db_buffers);
-sleep $progress_secs;
-$moved = $node->safe_psql('postgres', $db_buffers) - $before;
-note("db_renamed: $moved blocks restored in $progress_secs s while the command held db_tmpl");
-cmp_ok($moved, '<', 12,
+cmp_ok(restored_in($progress_secs, 'while the command held db_tmpl'),
+	'<', 12,
 	'while a command holds db_tmpl, the restore of db_renamed pauses');
 is( $node->safe_psql(
 		'postgres', qq{
@@ -144,11 +150,10 @@ SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 my $pause_max_secs = 30;
 my $left = $held_at + $pause_max_secs + 1 - Time::HiRes::time();
 Time::HiRes::sleep($left) if $left > 0;
-$before = $node->safe_psql('postgres', $db_buffers);
-sleep $control_secs;
-$moved = $node->safe_psql('postgres', $db_buffers) - $before;
-note("db_renamed: $moved blocks restored in $control_secs s after $pause_max_secs s of the open transaction");
-cmp_ok($moved, '>=', 24,
+cmp_ok(
+	restored_in(
+		$control_secs, "after $pause_max_secs s of the open transaction"),
+	'>=', 24,
 	"after $pause_max_secs s the restore of db_renamed goes on beside the open transaction");
 $in .= "ROLLBACK;\n\\q\n";
 ok($holder->finish, 'the transaction rolls back');
