@@ -104,6 +104,7 @@ typedef enum DumpFileStatus
 } DumpFileStatus;
 
 extern int64 wc_dump(bool include_unlogged, int64 min_blocks);
+extern uint64 wc_saved_blocks_limit(void);
 extern DumpFileStatus wc_check_file(const char *path, WarmFileHeader *hdr,
 									char **problem);
 extern void wc_set_aside_bad_file(const char *path, const char *problem,

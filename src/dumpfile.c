@@ -521,6 +521,26 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 }
 
 /*
+ * The most blocks a usable dump file may name: what this server's memory,
+ * or that of a primary with up to twice its memory (a standby follows the
+ * primary's file), could hold in both tiers.  Shared buffers and the OS
+ * page cache each hold at most the machine's memory, and shared buffers
+ * may be configured past it.  A file or publication that names more is
+ * hostile or damaged, and is refused before it causes any I/O.
+ */
+uint64
+wc_saved_blocks_limit(void)
+{
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		pagesize = sysconf(_SC_PAGESIZE);
+	uint64		memory_blocks = 0;
+
+	if (pages > 0 && pagesize > 0)
+		memory_blocks = (uint64) pages * (uint64) pagesize / BLCKSZ;
+	return 4 * Max(memory_blocks, (uint64) NBuffers);
+}
+
+/*
  * Check the dump file from end to end.  On WC_FILE_BAD, *problem says what is
  * wrong in words for a log line.  The checks are one list, in the order of
  * the file's bytes; that is its length.
