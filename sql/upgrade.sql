@@ -9,7 +9,28 @@ SELECT pronargs, array_length(proallargtypes, 1) AS columns
 SELECT state IN ('idle', 'restoring', 'dumping') AS state_known,
        restore_incomplete IS NOT NULL AS has_incomplete
   FROM warmcache_status();
+-- Custom privileges survive the update.  A view on a function the update
+-- replaces stops it with a clear error, and nothing changes.
+CREATE ROLE regress_wc_reader;
+GRANT EXECUTE ON FUNCTION warmcache_blocks() TO regress_wc_reader;
+CREATE VIEW regress_wc_status AS SELECT state FROM warmcache_status();
+DO $$
+DECLARE
+	m text;
+	d text;
+	h text;
+BEGIN
+	ALTER EXTENSION pg_warmcache UPDATE TO '1.1';
+EXCEPTION WHEN dependent_objects_still_exist THEN
+	GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+	RAISE NOTICE E'%\nDETAIL: %\nHINT: %', m, d, h;
+END
+$$;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+SELECT state IN ('idle', 'restoring', 'dumping') AS view_works FROM regress_wc_status;
+DROP VIEW regress_wc_status;
 ALTER EXTENSION pg_warmcache UPDATE TO '1.1';
+SELECT has_function_privilege('regress_wc_reader', 'warmcache_blocks()', 'EXECUTE') AS reader_may;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
 SELECT array_length(proallargtypes, 1) AS columns
   FROM pg_proc WHERE proname = 'warmcache_status';
@@ -23,7 +44,25 @@ SELECT has_function_privilege('public', 'warmcache_status()', 'EXECUTE') AS publ
 -- a restore read and what a standby follows.  The 1.1 function works with
 -- this library until then.
 SELECT state IN ('idle', 'restoring', 'dumping') AS state_known FROM warmcache_status();
+GRANT EXECUTE ON FUNCTION warmcache_status() TO regress_wc_reader WITH GRANT OPTION;
+CREATE VIEW regress_wc_status AS SELECT state FROM warmcache_status();
+DO $$
+DECLARE
+	m text;
+	d text;
+	h text;
+BEGIN
+	ALTER EXTENSION pg_warmcache UPDATE TO '1.2';
+EXCEPTION WHEN dependent_objects_still_exist THEN
+	GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+	RAISE NOTICE E'%\nDETAIL: %\nHINT: %', m, d, h;
+END
+$$;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+DROP VIEW regress_wc_status;
 ALTER EXTENSION pg_warmcache UPDATE TO '1.2';
+SELECT has_function_privilege('regress_wc_reader', 'warmcache_status()', 'EXECUTE WITH GRANT OPTION') AS reader_may_grant,
+       has_function_privilege('regress_wc_reader', 'warmcache_blocks()', 'EXECUTE') AS reader_may;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
 SELECT array_length(proallargtypes, 1) AS columns
   FROM pg_proc WHERE proname = 'warmcache_status';
@@ -38,6 +77,7 @@ SELECT count(*) AS member FROM pg_depend
  WHERE classid = 'pg_class'::regclass AND objid = 'warmcache_published'::regclass
    AND refclassid = 'pg_extension'::regclass AND deptype = 'e';
 DROP EXTENSION pg_warmcache;
+DROP ROLE regress_wc_reader;
 SELECT to_regclass('warmcache_published') IS NULL AS table_gone;
 CREATE EXTENSION pg_warmcache;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
