@@ -7,7 +7,9 @@
  * files read the same on every major.  The newest API name is used where
  * the behaviour is the same; a wc_ wrapper exists only where it differs.
  *
- * Supported: 15, 16 (untested), 17, 18.  The layer is kept open for 19.
+ * Supported: 15 and 18 (tested), 16 and 17 (built and tested when their
+ * source can be had), 19 (prepared from what is known of its API, never
+ * built here).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
