@@ -276,7 +276,8 @@ prefault_buffers(ParallelWarm *pw)
 
 /*
  * bgworker.c's array of worker slots (see compat.h), or NULL if this
- * server's cannot be read; looked up once per process.
+ * server's cannot be read; looked up once per process, with no LWLock
+ * held (see launch_worker()).
  */
 static WcBgworkerArray *
 bgworker_array(void)
@@ -385,6 +386,12 @@ launch_worker(dsm_segment *seg, Oid relid, int n,
 	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
 	worker.bgw_notify_pid = MyProcPid;
 	memcpy(worker.bgw_extra, &n, sizeof(n));
+
+	/*
+	 * The first lookup of the slot array may catch an error, which resets
+	 * the interrupt holdoff count: not while an LWLock is held.
+	 */
+	(void) bgworker_array();
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	if (!count_worker_slots(&free_slots, &warm_workers))
