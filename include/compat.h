@@ -238,6 +238,35 @@ wc_is_read_wait(uint32 wait_event_info)
 #define WC_BGWORKER_INTERRUPTIBLE 0
 #endif
 
+/*
+ * The slots of max_worker_processes.  PostgreSQL has no function that
+ * counts the free ones, which the budget of parallel warming needs
+ * (parallel_warm.c); it reads bgworker.c's shared array instead, under
+ * BackgroundWorkerLock, as GetBackgroundWorkerPid() does.  The layout is
+ * the same from 10 to 18 (its parallel counters came in 10).
+ * ShmemInitStruct() compares the size it is given with the size of what
+ * it finds under the name, so a changed layout is an error there, not a
+ * misread; parallel_warm.c then warms without workers.
+ */
+#define WC_BGWORKER_ARRAY_NAME	"Background Worker Data"
+
+typedef struct WcBgworkerSlot
+{
+	bool		in_use;
+	bool		terminate;
+	pid_t		pid;			/* InvalidPid: not started yet; 0: gone */
+	uint64		generation;
+	BackgroundWorker worker;
+} WcBgworkerSlot;
+
+typedef struct WcBgworkerArray
+{
+	int			total_slots;
+	uint32		parallel_register_count;
+	uint32		parallel_terminate_count;
+	WcBgworkerSlot slot[FLEXIBLE_ARRAY_MEMBER];
+} WcBgworkerArray;
+
 /* 15 keeps this macro private to procarray.c. */
 #ifndef UINT32_ACCESS_ONCE
 #define UINT32_ACCESS_ONCE(var)		 ((uint32)(*((volatile uint32 *)&(var))))

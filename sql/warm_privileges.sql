@@ -103,6 +103,25 @@ WHERE d.refclassid = 'pg_extension'::regclass
   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_warmcache')
 ORDER BY p.proname;
 
+-- The warm workers' budget is the DBA's: a user can neither raise nor
+-- lower it, in the session or as its role's default.  The size threshold
+-- stays the user's: lowering it splits smaller relations among no more
+-- workers than the budget allows.
+SET ROLE regress_wc_user;
+SET pg_warmcache.max_warm_workers = 64;
+SET pg_warmcache.max_warm_workers = 0;
+ALTER ROLE regress_wc_user SET pg_warmcache.max_warm_workers = 64;
+SHOW pg_warmcache.max_warm_workers;
+SET pg_warmcache.min_parallel_warm_size = '1MB';
+SHOW pg_warmcache.min_parallel_warm_size;
+RESET pg_warmcache.min_parallel_warm_size;
+RESET ROLE;
+SELECT name, context FROM pg_settings
+WHERE name IN ('pg_warmcache.max_warm_workers',
+			   'pg_warmcache.min_parallel_warm_size',
+			   'pg_warmcache.warm_worker_delay')
+ORDER BY name;
+
 DROP TABLE wc_priv, wc_priv_parted;
 DROP ROLE regress_wc_user, regress_wc_monitor, regress_wc_readall;
 DROP FUNCTION wc_blocks;

@@ -39,11 +39,23 @@
  * group leader and the workers join its group before taking any lock, as
  * parallel query does; members of a group go ahead of such a waiter.
  *
+ * Budget: the workers are of PostgreSQL's parallel class, so that they
+ * count against max_parallel_workers together with parallel query's, and
+ * pg_warmcache.max_warm_workers (superuser only) caps how many run at once
+ * in the whole server, whoever calls.  A worker is also registered only
+ * while more slots of max_worker_processes are free than the restore
+ * (pg_warmcache.restore_workers) and the standby channel (one) need: the
+ * caller counts the free slots and registers under pg_warmcache's lock, so
+ * that concurrent calls cannot both take the last slot they may.
+ *
  * Interrupts: workers check for interrupts in the engine's loop and while
  * prefaulting, and end with the postmaster.  The caller waits until each
  * worker has said that it let go of the relation and its stripes, or is
- * gone, not for the postmaster to notice its exit.  If the caller fails or is cancelled, an error
- * cleanup callback terminates its workers.
+ * gone, not for the postmaster to notice its exit.  If the caller fails or
+ * is cancelled, an error cleanup callback terminates its workers and waits
+ * until they are gone, for a bounded time, before the error reaches the
+ * caller: they are in its lock group, so its own session could otherwise
+ * drop or truncate the relation while one still reads it.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -63,12 +75,15 @@
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "storage/pmsignal.h"
 #include "storage/proc.h"
+#include "storage/shmem.h"
 #include "storage/smgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "compat.h"
@@ -81,6 +96,12 @@
 
 /* Buffers a worker prefaults at a time. */
 #define WC_PREFAULT_CHUNK	WC_PREFAULT_MAX
+
+/* How long a failed call waits for its workers to exit. */
+#define WC_WORKER_EXIT_TIMEOUT_MS	10000
+
+/* A warm worker's entry point, as its slot names it. */
+#define WC_WARM_WORKER_FUNCTION	"pg_warmcache_warm_main"
 
 /* Stripe states. */
 #define STRIPE_FREE		0
@@ -253,37 +274,206 @@ prefault_buffers(ParallelWarm *pw)
 	}
 }
 
+/*
+ * bgworker.c's array of worker slots (see compat.h), or NULL if this
+ * server's cannot be read; looked up once per process, with no LWLock
+ * held (see launch_worker()).
+ */
+static WcBgworkerArray *
+bgworker_array(void)
+{
+	static WcBgworkerArray *array = NULL;
+	static bool looked_up = false;
+
+	if (!looked_up)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		Size		size = add_size(offsetof(WcBgworkerArray, slot),
+									mul_size(max_worker_processes,
+											 sizeof(WcBgworkerSlot)));
+
+		looked_up = true;
+		PG_TRY();
+		{
+			bool		found;
+			WcBgworkerArray *a = ShmemInitStruct(WC_BGWORKER_ARRAY_NAME,
+												 size, &found);
+
+			/* Not found: made just now, and no use; mark it so. */
+			if (!found)
+				a->total_slots = -1;
+			else if (a->total_slots == max_worker_processes)
+				array = a;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+		}
+		PG_END_TRY();
+		if (array == NULL)
+			elog(LOG, "pg_warmcache: cannot count the free background worker slots of this server; warm() starts no workers");
+	}
+	return array;
+}
+
+/*
+ * Count the free slots of max_worker_processes and the warm workers that
+ * hold one, in the whole server.  False if they cannot be counted.
+ */
+static bool
+count_worker_slots(int *free_slots, int *warm_workers)
+{
+	WcBgworkerArray *array = bgworker_array();
+	int			i;
+
+	*free_slots = 0;
+	*warm_workers = 0;
+	if (array == NULL)
+		return false;
+
+	/* Registrations take it exclusively; the postmaster only frees slots. */
+	LWLockAcquire(BackgroundWorkerLock, LW_SHARED);
+	for (i = 0; i < array->total_slots; i++)
+	{
+		WcBgworkerSlot *slot = &array->slot[i];
+
+		if (!slot->in_use)
+		{
+			(*free_slots)++;
+			continue;
+		}
+		/* As the postmaster reads it: in_use before the contents. */
+		pg_read_barrier();
+		if (strncmp(slot->worker.bgw_library_name, "pg_warmcache",
+					BGW_MAXLEN) == 0 &&
+			strncmp(slot->worker.bgw_function_name, WC_WARM_WORKER_FUNCTION,
+					BGW_MAXLEN) == 0)
+			(*warm_workers)++;
+	}
+	LWLockRelease(BackgroundWorkerLock);
+	return true;
+}
+
+/*
+ * Register warm worker n, if the budget allows: fewer than
+ * pg_warmcache.max_warm_workers warm workers in the server, more free
+ * slots than the restore and the channel need, and (PostgreSQL checks it)
+ * fewer parallel workers than max_parallel_workers.  Counting and
+ * registering happen under pg_warmcache's lock, so that two calls do not
+ * both see the last slot they may take.  *why says why not, for the log.
+ */
 static bool
 launch_worker(dsm_segment *seg, Oid relid, int n,
-			  BackgroundWorkerHandle **handle)
+			  BackgroundWorkerHandle **handle, const char **why)
 {
 	BackgroundWorker worker;
+	int			reserve = wc_restore_workers + 1;
+	int			free_slots;
+	int			warm_workers;
+	bool		ok = false;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION | BGWORKER_CLASS_PARALLEL;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	strcpy(worker.bgw_library_name, "pg_warmcache");
-	strcpy(worker.bgw_function_name, "pg_warmcache_warm_main");
+	strcpy(worker.bgw_function_name, WC_WARM_WORKER_FUNCTION);
 	snprintf(worker.bgw_name, BGW_MAXLEN,
 			 "pg_warmcache warm of relation %u for PID %d", relid, MyProcPid);
 	strcpy(worker.bgw_type, "pg_warmcache warm");
 	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
 	worker.bgw_notify_pid = MyProcPid;
 	memcpy(worker.bgw_extra, &n, sizeof(n));
-	return RegisterDynamicBackgroundWorker(&worker, handle);
+
+	/*
+	 * The first lookup of the slot array may catch an error, which resets
+	 * the interrupt holdoff count: not while an LWLock is held.
+	 */
+	(void) bgworker_array();
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	if (!count_worker_slots(&free_slots, &warm_workers))
+		*why = "the free worker slots cannot be counted";
+	else if (warm_workers >= wc_max_warm_workers)
+		*why = "pg_warmcache.max_warm_workers run already";
+	else if (free_slots <= reserve)
+		*why = "the last free worker slots are the restore's and the channel's";
+	else if (!(ok = RegisterDynamicBackgroundWorker(&worker, handle)))
+		*why = "max_parallel_workers run already, or no slot is free";
+	LWLockRelease(wc_shared->lock);
+	return ok;
 }
 
-/* The caller failed or was cancelled: its workers stop too. */
+/*
+ * The caller failed or was cancelled: its workers stop too, and it waits
+ * until they are gone.  They are members of its lock group, whose locks do
+ * not conflict with one another: were the error to reach the caller while
+ * one still ran, the same session could drop or truncate the relation
+ * under it.  Interrupts are held, so that a second cancel cannot cut the
+ * wait short; the wait is bounded instead.  A worker still there after
+ * that (it does not answer its SIGTERM) ends the session, which then can
+ * no longer touch the relation, unless the session is ending already.
+ */
 static void
 terminate_workers(int code, Datum arg)
 {
 	WarmLeader *leader = (WarmLeader *) DatumGetPointer(arg);
+	TimestampTz deadline;
+	int			alive = 0;
 	int			i;
 
+	/* An error while registering: the lock is still held. */
+	if (LWLockHeldByMe(wc_shared->lock))
+		LWLockRelease(wc_shared->lock);
+
+	HOLD_INTERRUPTS();
 	for (i = 0; i < leader->nworkers; i++)
-		if (leader->handles[i] != NULL)
-			TerminateBackgroundWorker(leader->handles[i]);
+		TerminateBackgroundWorker(leader->handles[i]);
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   WC_WORKER_EXIT_TIMEOUT_MS);
+	for (;;)
+	{
+		long		left;
+		int			rc;
+
+		alive = 0;
+		for (i = 0; i < leader->nworkers; i++)
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(leader->handles[i], &pid) != BGWH_STOPPED)
+				alive++;
+		}
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (alive == 0 || left <= 0)
+			break;
+
+		/* The postmaster tells of each exit (bgw_notify_pid): the latch. */
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH,
+					   Min(left, 100), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+
+		/* The workers end with the postmaster. */
+		if (rc & WL_POSTMASTER_DEATH)
+		{
+			alive = 0;
+			break;
+		}
+	}
+	RESUME_INTERRUPTS();
+
+	if (alive > 0 && !proc_exit_inprogress)
+		ereport(FATAL,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("pg_warmcache: %d warm workers did not exit within %d s after the call failed",
+						alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000),
+				 errdetail("The session ends so that it cannot change the relation while they read it.")));
+	if (alive > 0)
+		elog(LOG, "pg_warmcache: %d warm workers did not exit within %d s",
+			 alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000);
 }
 
 /*
@@ -314,6 +504,9 @@ wait_for_workers(ParallelWarm *pw, WarmLeader *leader)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+
+	/* What a worker wrote before it said so, after its saying so. */
+	pg_read_barrier();
 }
 
 /*
@@ -352,7 +545,11 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 	 */
 	for (i = 0; i < pw->nstripes; i++)
 	{
-		if (pg_atomic_read_u32(&pw->stripe[i].state) != STRIPE_DONE)
+		bool		is_done = pg_atomic_read_u32(&pw->stripe[i].state) == STRIPE_DONE;
+
+		/* A stripe's count, written before its state (finish_stripe()). */
+		pg_read_barrier();
+		if (!is_done)
 		{
 			WarmRange	r = stripe_range(pw, i);
 
@@ -441,10 +638,14 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	memset(&leader, 0, sizeof(leader));
 	PG_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
 	{
+		const char *why = NULL;
+
 		while (leader.nworkers < planned &&
 			   launch_worker(seg, pw->relid, leader.nworkers,
-							 &leader.handles[leader.nworkers]))
+							 &leader.handles[leader.nworkers], &why))
 			leader.nworkers++;
+		if (why != NULL)
+			elog(DEBUG1, "pg_warmcache: no more warm workers: %s", why);
 
 		SpinLockAcquire(&pw->advice.mutex);
 		pw->advice.advice.members = leader.nworkers + 1;
@@ -474,6 +675,8 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 static void
 worker_finish(ParallelWarm *pw, int n, dsm_segment *seg)
 {
+	/* The stripes' counts and states first (wait_for_workers() reads). */
+	pg_write_barrier();
 	pg_atomic_write_u32(&pw->finished[n], 1);
 	SetLatch(&pw->leader->procLatch);
 	dsm_detach(seg);

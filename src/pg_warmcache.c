@@ -164,12 +164,18 @@ _PG_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+	/*
+	 * The server's budget of warm workers: superuser only, so that no user
+	 * can take more worker slots than the DBA allowed.  The threshold may
+	 * stay the user's: lowering it only splits smaller relations, among no
+	 * more workers than the budget allows.
+	 */
 	DefineCustomIntVariable("pg_warmcache.max_warm_workers",
-							"Background workers that warm() and warm_table() may start for one relation.",
+							"Background workers that warm() and warm_table() may run at once, in all sessions together.",
 							"0 warms in the calling process only.  Takes effect only with the library preloaded.",
 							&wc_max_warm_workers,
 							2, 0, WC_MAX_WARM_WORKERS,
-							PGC_USERSET,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_warmcache.min_parallel_warm_size",
