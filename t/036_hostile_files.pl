@@ -2,8 +2,7 @@
 #
 # Hostile dump files: each has a valid checksum and this cluster's system
 # identifier, so only the checks of what the runs say can refuse it.  Runs
-# that overlap within a rank, a block in two ranks of the buffer tier, a
-# run past 2^32 blocks, a header that claims more blocks than the server
+# that overlap within a rank, a run past 2^32 blocks, a header that claims more blocks than the server
 # could ever hold: each is refused with a log line that names the problem,
 # set aside as pg_warmcache.blocks.corrupt, and no block of the table it
 # names is read, in shared buffers (pg_buffercache) or the OS page cache
@@ -95,11 +94,6 @@ my @cases = (
 		'overlapping runs within one rank',
 		$overlapping,
 		qr/runs 0 and 1 overlap: both name block 1 of $rel_re in rank 1/
-	],
-	[
-		'the same blocks in two ranks of the buffer tier',
-		dump_bytes([ trun(3, 0, $n), trun(1, 10, 5) ]),
-		qr/runs 0 and 1 both name block 10 of $rel_re, in rank 3 and in rank 1/
 	],
 	[
 		'a run past 2^32 blocks',
