@@ -101,6 +101,7 @@ auto_dump(bool shutdown)
 	MemoryContext cxt = CurrentMemoryContext;
 	int64		min_blocks = 0;
 	int64		n = 0;
+	bool		failed = false;
 
 	if (!wc_begin_operation(WC_STATE_DUMPING, false))
 		return;
@@ -132,16 +133,18 @@ auto_dump(bool shutdown)
 						edata->message),
 				 errdetail("The saved block list is unchanged; the next dump tries again.")));
 		FreeErrorData(edata);
-		n = -2;
+		failed = true;
 	}
 	PG_END_TRY();
 
-	if (n == -1)
+	if (failed || n == WC_DUMP_STOPPED)
+		;						/* the saved file is unchanged */
+	else if (n == WC_DUMP_KEPT)
 		ereport(LOG,
 				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
 						(long long) min_blocks),
 				 errdetail("The last restore did not complete and the buffer cache holds fewer blocks.")));
-	else if (n >= 0)
+	else
 	{
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		wc_shared->restore_incomplete = false;
@@ -319,6 +322,10 @@ pg_warmcache_main(Datum arg)
 	}
 
 	if (wc_autowarm)
+	{
+		/* From here on, a shutdown request is a second one (oscache.c). */
+		ShutdownRequestPending = false;
 		auto_dump(true);
+	}
 	proc_exit(0);
 }
