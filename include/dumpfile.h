@@ -103,7 +103,11 @@ typedef enum DumpFileStatus
 	WC_FILE_BAD
 } DumpFileStatus;
 
-extern int64 wc_dump(bool include_unlogged, int64 min_blocks);
+/* What wc_dump() returns when it wrote no file */
+#define WC_DUMP_KEPT		(-1)	/* the saved file holds more: kept */
+#define WC_DUMP_STOPPED		(-2)	/* stopped for a shutdown request */
+
+extern int64 wc_dump(bool shutdown, int64 min_blocks);
 extern uint64 wc_saved_blocks_limit(void);
 extern DumpFileStatus wc_check_file(const char *path, WarmFileHeader *hdr,
 									char **problem);

@@ -78,10 +78,12 @@ typedef struct WarmAdvice
 
 /*
  * A WarmAdvice shared by processes, in shared memory.  With count_members,
- * the engine counts the processes in its loop as members; without, the
- * owner sets members (a parallel warm: all it launched, from the start, so
- * that the caller, alone while its workers prefault buffers, measures as
- * long as all of them will).
+ * the engine counts the processes in its loop as members, and takes a
+ * process out again however it leaves the loop (an exit callback covers a
+ * FATAL, which does not unwind); without, the owner sets members (a
+ * parallel warm: all it launched, from the start, so that the caller,
+ * alone while its workers prefault buffers, measures as long as all of
+ * them will).
  */
 typedef struct WarmAdviceShare
 {

@@ -21,7 +21,6 @@
 /* Receives the runs of cached blocks, one relation file segment at a time. */
 typedef void (*OsRunCallback) (void *arg, const WarmRun *run);
 
-extern void wc_scan_os_cache(bool include_unlogged, OsRunCallback emit,
-							 void *arg);
+extern bool wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg);
 
 #endif							/* PG_WARMCACHE_OSCACHE_H */

@@ -20,6 +20,15 @@
  * keeps the file until the cache holds at least as many blocks, counted
  * like with like (unlogged ones too, which only the shutdown dump writes).
  *
+ * Signals.  SIGTERM is a shutdown request: the postmaster's at shutdown,
+ * when its lock file says "stopping" (the worker then writes the shutdown
+ * dump and exits with code 0, and is not started again), or anyone's
+ * pg_terminate_backend() otherwise (the worker stops what it does, writes
+ * no dump and exits with code 1, so that the postmaster starts it again
+ * after bgw_restart_time).  SIGINT (pg_cancel_backend()) stops the restore
+ * the worker leads, as warmcache_restore_abort() does; the worker goes on,
+ * and a cancel at any other time is ignored.
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -38,8 +47,10 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/pidfile.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -55,6 +66,11 @@
 /* How often a following standby looks whether it was promoted */
 #define WC_PROMOTION_POLL_MS	250
 
+/* The postmaster starts the worker again this long after it exited with 1 */
+#define WC_RESTART_S			10
+
+volatile sig_atomic_t wc_cancel_pending = false;
+
 /*
  * Register the autowarm worker; called from _PG_init.
  */
@@ -66,12 +82,56 @@ wc_register_autowarm_worker(void)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = 10;
+	worker.bgw_restart_time = WC_RESTART_S;
 	strcpy(worker.bgw_library_name, "pg_warmcache");
 	strcpy(worker.bgw_function_name, "pg_warmcache_main");
 	strcpy(worker.bgw_name, "pg_warmcache autowarm");
 	strcpy(worker.bgw_type, "pg_warmcache autowarm");
 	RegisterBackgroundWorker(&worker);
+}
+
+/* SIGINT: see the file's header. */
+static void
+autowarm_cancel_handler(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	wc_cancel_pending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * Is the server shutting down?  The postmaster marks its lock file
+ * "stopping" before it signals its children to stop (smart, fast and
+ * immediate shutdown alike), so a SIGTERM that does not find it so came
+ * from someone else.  A lock file that cannot be read, or a postmaster
+ * that is gone, count as shutting down: nothing is to come back then.
+ */
+bool
+wc_server_stopping(void)
+{
+	FILE	   *fp;
+	char		line[2 * MAXPGPATH];
+	int			lineno = 0;
+	bool		stopping = true;
+
+	if (!PostmasterIsAlive())
+		return true;
+	fp = AllocateFile("postmaster.pid", "r");
+	if (fp == NULL)
+		return true;
+	while (fgets(line, sizeof(line), fp) != NULL)
+	{
+		if (++lineno == LOCK_FILE_LINE_PM_STATUS)
+		{
+			stopping = strncmp(line, PM_STATUS_STOPPING,
+							   strlen(PM_STATUS_STOPPING)) == 0;
+			break;
+		}
+	}
+	FreeFile(fp);
+	return stopping;
 }
 
 /* On exit: no worker any more, and no operation of ours left begun. */
@@ -101,6 +161,7 @@ auto_dump(bool shutdown)
 	MemoryContext cxt = CurrentMemoryContext;
 	int64		min_blocks = 0;
 	int64		n = 0;
+	bool		failed = false;
 
 	if (!wc_begin_operation(WC_STATE_DUMPING, false))
 		return;
@@ -132,16 +193,18 @@ auto_dump(bool shutdown)
 						edata->message),
 				 errdetail("The saved block list is unchanged; the next dump tries again.")));
 		FreeErrorData(edata);
-		n = -2;
+		failed = true;
 	}
 	PG_END_TRY();
 
-	if (n == -1)
+	if (failed || n == WC_DUMP_STOPPED)
+		;						/* the saved file is unchanged */
+	else if (n == WC_DUMP_KEPT)
 		ereport(LOG,
 				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
 						(long long) min_blocks),
 				 errdetail("The last restore did not complete and the buffer cache holds fewer blocks.")));
-	else if (n >= 0)
+	else
 	{
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		wc_shared->restore_incomplete = false;
@@ -208,6 +271,7 @@ pg_warmcache_main(Datum arg)
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, autowarm_cancel_handler);
 	BackgroundWorkerUnblockSignals();
 
 	before_shmem_exit(autowarm_worker_exit, (Datum) 0);
@@ -238,6 +302,9 @@ pg_warmcache_main(Datum arg)
 	while (!ShutdownRequestPending)
 	{
 		long		timeout = 60 * 1000L;
+
+		/* A cancel stops a restore; outside one there is nothing to stop. */
+		wc_cancel_pending = false;
 
 		if (ConfigReloadPending)
 		{
@@ -318,7 +385,19 @@ pg_warmcache_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 	}
 
+	if (!wc_server_stopping())
+	{
+		ereport(LOG,
+				(errmsg("pg_warmcache: the autowarm worker was terminated"),
+				 errdetail("It is started again in %d seconds. No dump was written.",
+						   WC_RESTART_S)));
+		proc_exit(1);
+	}
 	if (wc_autowarm)
+	{
+		/* From here on, a shutdown request is a second one (oscache.c). */
+		ShutdownRequestPending = false;
 		auto_dump(true);
+	}
 	proc_exit(0);
 }

@@ -14,7 +14,9 @@
  * pg_warmcache.sort_chunk (1M by default, 28 MB), each chunk is sorted and
  * written as runs to a scratch file, and the chunks are then merged.  The
  * result goes to a temporary file that is fsynced and renamed over the old
- * one, so a crash leaves either the old or the new file.
+ * one, so a crash leaves either the old or the new file.  The scratch and
+ * temporary files are removed on every way out: an ERROR, and a FATAL or
+ * postmaster death through an exit callback registered while they exist.
  *
  * The format is described in docs/design.md.
  *
@@ -37,6 +39,7 @@
 #include "port/pg_crc32c.h"
 #include "storage/buf_internals.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "utils/timestamp.h"
 
 #include "dumpfile.h"
@@ -434,7 +437,10 @@ finish_file(DumpJob *job, TimestampTz start)
 				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
 }
 
-/* On error: close what is open and remove the scratch and temporary files. */
+/*
+ * On error, or when the old file is kept: close what is open and remove
+ * the scratch and temporary files.
+ */
 static void
 discard_job(DumpJob *job)
 {
@@ -451,38 +457,57 @@ discard_job(DumpJob *job)
 }
 
 /*
+ * The same on an ERROR and at exit (a FATAL, such as a terminated
+ * warmcache_dump_now(), or the postmaster's death), which skips any
+ * PG_CATCH: PG_ENSURE_ERROR_CLEANUP calls it in both cases.  At exit the
+ * dump's stack frame is still there: proc_exit() does not unwind.
+ */
+static void
+discard_job_callback(int code, Datum arg)
+{
+	discard_job((DumpJob *) DatumGetPointer(arg));
+}
+
+/*
  * Dump the identities of the blocks in shared buffers to the dump file.
- * Unlogged relations' blocks are included only when asked (at shutdown:
- * after a crash they are reset anyway).  If the buffer cache holds fewer
- * than min_blocks blocks, counted like with like (unlogged ones too), the
- * old file is kept and -1 is returned; otherwise the number of blocks
+ * The shutdown dump includes unlogged relations' blocks (after a crash
+ * they are reset anyway), and its walk of the OS page cache is bounded
+ * (oscache.c).  If the buffer cache holds fewer than min_blocks blocks,
+ * counted like with like (unlogged ones too), the old file is kept and
+ * WC_DUMP_KEPT is returned; if a periodic dump's walk stopped for a
+ * shutdown request, WC_DUMP_STOPPED; otherwise the number of blocks
  * written.  The caller has begun the dumping state.  No scratch or
- * temporary file outlives an error.
+ * temporary file outlives an error or the process.
  */
 int64
-wc_dump(bool include_unlogged, int64 min_blocks)
+wc_dump(bool shutdown, int64 min_blocks)
 {
 	Latch	   *latch;
 	TimestampTz start = GetCurrentTimestamp();
 	DumpJob		job;
-	bool		kept = false;
+	int64		result = 0;
 	long		secs;
 	int			usecs;
 
 	memset(&job, 0, sizeof(job));
-	job.include_unlogged = include_unlogged;
+	job.include_unlogged = shutdown;
 	job.cap = Min(NBuffers, wc_sort_chunk);
 	job.merge_fd = -1;
 	job.entries = palloc(sizeof(WarmRun) * job.cap);
 
-	PG_TRY();
+	PG_ENSURE_ERROR_CLEANUP(discard_job_callback, PointerGetDatum(&job));
 	{
 		scan_buffers(&job);
-		if (wc_dump_os_cache)
-			wc_scan_os_cache(include_unlogged, add_os_run, &job);
-		write_runs(&job);
-		kept = (int64) (job.out.nblocks + job.left_out) < min_blocks;
-		if (kept)
+		if (wc_dump_os_cache && !wc_scan_os_cache(shutdown, add_os_run, &job) &&
+			!shutdown)
+			result = WC_DUMP_STOPPED;
+		else
+		{
+			write_runs(&job);
+			if ((int64) (job.out.nblocks + job.left_out) < min_blocks)
+				result = WC_DUMP_KEPT;
+		}
+		if (result < 0)
 			discard_job(&job);
 		else
 		{
@@ -491,15 +516,10 @@ wc_dump(bool include_unlogged, int64 min_blocks)
 			(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
 		}
 	}
-	PG_CATCH();
-	{
-		discard_job(&job);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	PG_END_ENSURE_ERROR_CLEANUP(discard_job_callback, PointerGetDatum(&job));
 	pfree(job.entries);
-	if (kept)
-		return -1;
+	if (result < 0)
+		return result;
 
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);

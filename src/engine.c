@@ -45,6 +45,7 @@
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "utils/rel.h"
 #include "utils/wait_event.h"
 
@@ -797,17 +798,61 @@ advice_unlock(WarmAdviceShare *share)
 		SpinLockRelease(&share->mutex);
 }
 
-/* Join (1) or leave (-1) a pacer's shared measurement, if it has one. */
+/*
+ * The shared measurement this process is counted in, while it is in the
+ * engine's loop; NULL otherwise.  An ERROR leaves it through PG_FINALLY in
+ * wc_warm_ranges(), but a FATAL (a terminated restore worker, postmaster
+ * death) calls proc_exit() without unwinding: an exit callback leaves it
+ * then, or the other processes would measure for a member that is gone,
+ * in phases ever longer, for the rest of the restore.
+ */
+static WarmAdviceShare *member_of = NULL;
+static bool member_exit_registered = false;
+
+/* Leave the shared measurement, if this process is counted in one. */
 static void
-share_membership(WarmPacer *pacer, int delta)
+leave_share(void)
+{
+	WarmAdviceShare *share = member_of;
+
+	if (share == NULL)
+		return;
+	member_of = NULL;
+	advice_lock(share);
+	/* A new restore may have reset it meanwhile: never below zero. */
+	if (share->advice.members > 0)
+		share->advice.members--;
+	advice_unlock(share);
+}
+
+static void
+leave_share_at_exit(int code, Datum arg)
+{
+	leave_share();
+}
+
+/*
+ * Join a pacer's shared measurement, if it has one whose members the engine
+ * counts.  A DSM segment (a parallel warm's) is detached after the
+ * before_shmem_exit callbacks ran, so the callback may still touch it.
+ */
+static void
+join_share(WarmPacer *pacer)
 {
 	WarmAdviceShare *share = pacer ? pacer->advice_share : NULL;
 
+	Assert(member_of == NULL);
 	if (share == NULL || !share->count_members)
 		return;
+	if (!member_exit_registered)
+	{
+		before_shmem_exit(leave_share_at_exit, (Datum) 0);
+		member_exit_registered = true;
+	}
 	advice_lock(share);
-	share->advice.members += delta;
+	share->advice.members++;
 	advice_unlock(share);
+	member_of = share;
 }
 
 /* Report a measurement that advice_account() ended. */
@@ -1002,9 +1047,10 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 
 	/*
 	 * The segment files are ours to close, whatever happens; a shared
-	 * measurement counts the processes in their loops.
+	 * measurement counts the processes in their loops, and this one leaves
+	 * it on every way out (see member_of).
 	 */
-	share_membership(pacer, 1);
+	join_share(pacer);
 	PG_TRY();
 	{
 		done = warm_loop(&job);
@@ -1013,7 +1059,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	{
 		seg_close(&job.sf[0]);
 		seg_close(&job.sf[1]);
-		share_membership(pacer, -1);
+		leave_share();
 	}
 	PG_END_TRY();
 

@@ -21,6 +21,15 @@
  * the restore finds them in the page cache, at no I/O cost.  While queries
  * keep every CPU busy the walk keeps to the restore's CPU budget.
  *
+ * The walk's time grows with the cluster's files, so it has bounds.  A
+ * periodic dump's walk stops at the autowarm worker's shutdown request
+ * (the dump is then abandoned: the shutdown dump follows at once).  The
+ * shutdown dump's walk runs after that request by design; it stops after
+ * WC_SHUTDOWN_WALK_MS, or at a second shutdown request, and the dump keeps
+ * what it found until then, so that a fast shutdown of a huge cluster is
+ * not held up without bound.  Any walk ends the process when the
+ * postmaster dies.
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -39,20 +48,33 @@
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "dumpfile.h"
 #include "oscache.h"
 #include "pacer.h"
 
-/* What a scan of the relation files needs at hand. */
 /* CPU the walk spends between two looks at the queries, in microseconds */
 #define WC_SCAN_SLICE_US	5000
 
+/*
+ * The longest the shutdown dump walks the relation files, in ms.  A fast
+ * shutdown waits for the autowarm worker before its checkpoint, and pg_ctl
+ * gives up waiting after 60 s by default.
+ */
+#define WC_SHUTDOWN_WALK_MS	10000
+
+/* What a scan of the relation files needs at hand. */
 typedef struct OsScan
 {
+	bool		shutdown;		/* the shutdown dump's walk */
 	bool		include_unlogged;
+	bool		stopped;		/* cut short: see walk_stopped() */
+	TimestampTz started;
 	OsRunCallback emit;
 	void	   *arg;
 	unsigned char *vec;			/* mincore() residency of one segment */
@@ -195,7 +217,7 @@ yield_cpu(OsScan *scan)
 	bool		on_cpu;
 	long		ms;
 
-	if (spent < WC_SCAN_SLICE_US)
+	if (spent < WC_SCAN_SLICE_US || scan->shutdown)
 		return;
 	wc_look_at_backends(&reading, &on_cpu);
 	ms = (long) (spent * (100 - WC_BUSY_CPU_PERCENT) / WC_BUSY_CPU_PERCENT / 1000);
@@ -213,6 +235,38 @@ yield_cpu(OsScan *scan)
 }
 
 /*
+ * Whether the walk is to stop before its end (see the file's header):
+ * looked at before each file.  A shutdown request is the autowarm
+ * worker's (SIGTERM); it clears it before the shutdown dump, so that there
+ * it means a second one.  In a backend, whose SIGTERM is a FATAL at the
+ * next CHECK_FOR_INTERRUPTS(), it never comes.
+ */
+static bool
+walk_stopped(OsScan *scan)
+{
+	if (scan->stopped)
+		return true;
+	CHECK_FOR_INTERRUPTS();
+	if (!PostmasterIsAlive())
+		proc_exit(1);			/* the dump's exit callback removes its files */
+	if (ShutdownRequestPending)
+		scan->stopped = true;
+	else if (scan->shutdown &&
+			 TimestampDifferenceExceeds(scan->started, GetCurrentTimestamp(),
+										WC_SHUTDOWN_WALK_MS))
+		scan->stopped = true;
+	if (scan->stopped && scan->shutdown)
+		ereport(LOG,
+				(errmsg("pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache %s",
+						ShutdownRequestPending ? "at a second shutdown request" :
+						psprintf("after %d s", WC_SHUTDOWN_WALK_MS / 1000)),
+				 errdetail("The dump's OS tier holds the blocks found until then.")));
+	else if (scan->stopped)
+		elog(DEBUG1, "pg_warmcache: a dump was abandoned for a shutdown request");
+	return scan->stopped;
+}
+
+/*
  * Scan the relation files of one directory: db and spc name what it holds.
  */
 static void
@@ -223,7 +277,7 @@ scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
 
 	if (d == NULL)
 		return;
-	while ((de = ReadDirExtended(d, dir, LOG)) != NULL)
+	while (!walk_stopped(scan) && (de = ReadDirExtended(d, dir, LOG)) != NULL)
 	{
 		char		path[MAXPGPATH];
 		WarmRun		key;
@@ -231,7 +285,6 @@ scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
 		ForkNumber	fork;
 		BlockNumber segno;
 
-		CHECK_FOR_INTERRUPTS();
 		if (!parse_relation_file(de->d_name, &relnumber, &fork, &segno) ||
 			fork == INIT_FORKNUM)
 			continue;
@@ -266,7 +319,7 @@ for_each_oid_entry(OsScan *scan, const char *dir, const char *below, Oid spc,
 
 	if (d == NULL)
 		return;
-	while ((de = ReadDirExtended(d, dir, LOG)) != NULL)
+	while (!walk_stopped(scan) && (de = ReadDirExtended(d, dir, LOG)) != NULL)
 	{
 		char		path[MAXPGPATH];
 		Oid			oid = (Oid) strtoul(de->d_name, NULL, 10);
@@ -297,20 +350,26 @@ scan_tablespace(OsScan *scan, const char *path, Oid spc, Oid unused)
 /*
  * Walk the cluster's relation files and hand every run of blocks that the
  * OS page cache holds to emit, as runs of rank WC_RANK_OS, in no
- * particular order.  Runs with include_unlogged only: unlogged relations.
+ * particular order.  The shutdown dump's walk (shutdown) includes
+ * unlogged relations, runs without the CPU budget and stops after a time
+ * limit or at a second shutdown request; another stops at the worker's
+ * shutdown request.  Returns whether the walk reached its end.
  */
-void
-wc_scan_os_cache(bool include_unlogged, OsRunCallback emit, void *arg)
+bool
+wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg)
 {
 	OsScan		scan;
 
-	scan.include_unlogged = include_unlogged;
+	memset(&scan, 0, sizeof(scan));
+	scan.shutdown = shutdown;
+	scan.include_unlogged = shutdown;
+	scan.started = GetCurrentTimestamp();
 	scan.emit = emit;
 	scan.arg = arg;
 	scan.page_size = (size_t) sysconf(_SC_PAGESIZE);
 	scan.cpu_at = wc_cpu_time_us();
 	if (scan.page_size == 0 || BLCKSZ % scan.page_size != 0)
-		return;					/* pages larger than blocks: not measured */
+		return true;			/* pages larger than blocks: not measured */
 	scan.vec_pages = (size_t) RELSEG_SIZE * (BLCKSZ / scan.page_size);
 	scan.vec = palloc(scan.vec_pages);
 
@@ -320,4 +379,5 @@ wc_scan_os_cache(bool include_unlogged, OsRunCallback emit, void *arg)
 	for_each_oid_entry(&scan, "pg_tblspc", TABLESPACE_VERSION_DIRECTORY,
 					   InvalidOid, scan_tablespace);
 	pfree(scan.vec);
+	return !scan.stopped;
 }

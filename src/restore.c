@@ -24,10 +24,17 @@
  *
  * A restore is complete when every block of the file was restored or
  * skipped for a reason that proves it gone or excluded.  Otherwise (abort,
- * shutdown, a worker that died, no worker slot, blocks given up for a
- * lock or an error) restore_incomplete is set with the first reason, and
- * automatic dumps keep the saved file until the buffer cache holds as
+ * cancel, shutdown, a worker that died, no worker slot, blocks given up
+ * for a lock or an error) restore_incomplete is set with the first reason,
+ * and automatic dumps keep the saved file until the buffer cache holds as
  * many blocks (autowarm.c).
+ *
+ * That holds on every way out of the leader: an ERROR is caught here (the
+ * autowarm worker goes on), and an exit (a FATAL, the postmaster's death)
+ * runs an exit callback that does the same.  Either way the workers are
+ * terminated and waited for (a while), the restore is reported incomplete
+ * with a reason, abort_requested is cleared and the restoring state ends,
+ * so that the next restore starts clean.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -47,13 +54,16 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "utils/guc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "autowarm.h"
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
@@ -75,6 +85,13 @@
 
 /* After an abort, workers get this long to stop by themselves, in ms. */
 #define WC_STOP_GRACE_MS		5000
+
+/*
+ * On an error or at exit the leader terminates its workers and waits this
+ * long at most for them to be gone, in ms: a worker left running would
+ * count into the next restore's figures.
+ */
+#define WC_EXIT_WAIT_MS			10000
 
 /* Where one stripe of a share is. */
 typedef enum StripeState
@@ -107,11 +124,16 @@ typedef struct DbShare
 /* What the leader keeps track of while a restore runs. */
 typedef struct RestoreLeader
 {
+	RestoreSource source;
+	WarmFileHeader hdr;			/* of the checked file */
+	TimestampTz started;
+	bool		published;		/* its start is in shared memory */
 	DbShare    *shares;			/* shared catalogs first, then largest */
 	int			nshares;
 	int			ndbs;			/* of the shares, databases */
 	uint64		os_tier_blocks; /* of all blocks, the OS tier's */
 	int			running;		/* workers running */
+	uint64		counted;		/* runs counted by count_shares() */
 	bool		stopped;		/* aborted or shutting down */
 	TimestampTz stopped_at;
 	TimestampTz no_slot_since;	/* launches failing since, or 0 */
@@ -124,6 +146,14 @@ typedef struct RestoreLeader
 	int			slot_stripe[WC_MAX_RESTORE_WORKERS];
 } RestoreLeader;
 
+/*
+ * The restore this process leads, for the exit callback; NULL when none.
+ * Static, not on the stack: an ERROR unwinds the stack.
+ */
+static RestoreLeader the_leader;
+static RestoreLeader *leading = NULL;
+static bool leader_exit_registered = false;
+
 /* What the leader finds of a database in pg_database. */
 typedef enum DbVerdict
 {
@@ -131,6 +161,8 @@ typedef enum DbVerdict
 	DB_GONE,
 	DB_EXCLUDED
 } DbVerdict;
+
+static void leader_check_stop(RestoreLeader *leader);
 
 static void
 note_incomplete(RestoreLeader *leader, const char *reason)
@@ -167,9 +199,10 @@ count_shares(RestoreLeader *leader)
 
 	if (wc_reader_open(&reader, wc_source_file(wc_shared->restore_source), false))
 	{
-		while (wc_reader_next(&reader, &run))
+		while (!leader->stopped && wc_reader_next(&reader, &run))
 		{
-			CHECK_FOR_INTERRUPTS();
+			if ((++leader->counted & 1023) == 0)
+				leader_check_stop(leader);
 			for (i = 0; i < leader->nshares && leader->shares[i].db != run.db; i++)
 				;
 			if (i == leader->nshares)
@@ -583,12 +616,15 @@ all_closed(const RestoreLeader *leader)
 }
 
 /*
- * Publish the start of a restore of the checked file with header hdr.
+ * Publish the start of a restore of the checked file.  From here on, every
+ * way out reports its end (report_end()), so that an incomplete restore of
+ * the saved file is known as such.
  */
 static void
-publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
-			  RestoreSource source, TimestampTz started)
+publish_start(RestoreLeader *leader, WarmMode mode)
 {
+	const WarmFileHeader *hdr = &leader->hdr;
+	RestoreSource source = leader->source;
 	int			r;
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -605,12 +641,10 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 		wc_shared->restore_incomplete = false;
 		wc_shared->incomplete_reason[0] = '\0';
 	}
-	else
-		wc_shared->followed_os_tier = (int64) os_tier_blocks;
-	wc_shared->restore_started_at = started;
+	wc_shared->restore_started_at = leader->started;
 	wc_shared->restore_finished_at = 0;
 	wc_shared->restore_blocks_total = (int64) hdr->nblocks;
-	wc_shared->restore_os_tier_total = (int64) os_tier_blocks;
+	wc_shared->restore_os_tier_total = 0;	/* publish_os_tier() */
 	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
@@ -622,15 +656,29 @@ publish_start(const WarmFileHeader *hdr, uint64 os_tier_blocks, WarmMode mode,
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
 	LWLockRelease(wc_shared->lock);
+	leader->published = true;
+}
+
+/* Publish the OS tier's share of the file, once counted. */
+static void
+publish_os_tier(RestoreLeader *leader)
+{
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_os_tier_total = (int64) leader->os_tier_blocks;
+	if (leader->source != WC_SOURCE_SAVED)
+		wc_shared->followed_os_tier = (int64) leader->os_tier_blocks;
+	LWLockRelease(wc_shared->lock);
 }
 
 /*
  * Publish the end of the restore and log its figures.
  */
 static void
-report_end(RestoreLeader *leader, const WarmFileHeader *hdr,
-		   RestoreSource source, TimestampTz started)
+report_end(RestoreLeader *leader)
 {
+	const WarmFileHeader *hdr = &leader->hdr;
+	RestoreSource source = leader->source;
+	TimestampTz started = leader->started;
 	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
 	uint64		os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
 	uint64		skip[WC_SKIP_REASONS];
@@ -725,13 +773,131 @@ wc_source_name(RestoreSource source)
 	return "restore";
 }
 
-/* Leave the restoring state, whatever happened. */
+/*
+ * Why a restore stops before its end, if it is to: the server shuts down,
+ * the autowarm worker is terminated, an abort or a cancel (SIGINT) was
+ * asked for, or a pass over the followed set is no longer wanted.  Then
+ * the workers are told (abort_requested) and, after WC_STOP_GRACE_MS,
+ * terminated.  Looked at in each of the leader's loops; the postmaster's
+ * death ends the process.
+ */
 static void
-end_restore_callback(int code, Datum arg)
+leader_check_stop(RestoreLeader *leader)
 {
+	const char *reason = NULL;
+
+	CHECK_FOR_INTERRUPTS();
+	if (!PostmasterIsAlive())
+		proc_exit(1);			/* leader_exit() reports the end */
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	if (ShutdownRequestPending)
+		reason = wc_server_stopping() ? "the server shut down" :
+			"the autowarm worker was terminated";
+	else if (wc_shared->abort_requested)
+		reason = "aborted";
+	else if (wc_cancel_pending)
+		reason = "cancelled";
+	else if (wc_shared->restore_source == WC_SOURCE_FOLLOWED &&
+			 (!RecoveryInProgress() || wc_follow_primary == WC_FOLLOW_OFF))
+		reason = "no longer following";
+	if (reason == NULL && !leader->stopped)
+		return;
+	if (!leader->stopped)
+	{
+		note_incomplete(leader, reason);
+		leader->stopped = true;
+	}
 	wc_shared->abort_requested = true;	/* the workers look at it */
+	stop_workers(leader);
+}
+
+/*
+ * On an error or at exit: terminate the workers at once and wait, for
+ * WC_EXIT_WAIT_MS at most, until they are gone, so that none of them
+ * counts into the next restore.  Runs in an exit callback too: it neither
+ * checks for interrupts nor exits on the postmaster's death (the workers
+ * then leave by themselves).
+ */
+static void
+end_workers_now(RestoreLeader *leader)
+{
+	TimestampTz since = GetCurrentTimestamp();
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		if (leader->handles[i] != NULL)
+			TerminateBackgroundWorker(leader->handles[i]);
+	for (;;)
+	{
+		int			alive = 0;
+		pid_t		pid;
+
+		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+			if (leader->handles[i] != NULL &&
+				GetBackgroundWorkerPid(leader->handles[i], &pid) != BGWH_STOPPED)
+				alive++;
+		if (alive == 0 || !PostmasterIsAlive() ||
+			TimestampDifferenceExceeds(since, GetCurrentTimestamp(),
+									   WC_EXIT_WAIT_MS))
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	leader->running = 0;
+}
+
+/*
+ * The end of every restore, on every way out: workers that may still run
+ * are ended, the end is reported (a restore stopped early is incomplete,
+ * with its reason), abort_requested is cleared and the restoring state
+ * ends.
+ */
+static void
+end_restore(RestoreLeader *leader, bool workers_may_run)
+{
+	leading = NULL;
+	if (workers_may_run && leader->running > 0)
+	{
+		wc_shared->abort_requested = true;
+		end_workers_now(leader);
+	}
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
+	if (leader->published)
+		report_end(leader);		/* clears abort_requested */
+	else
+	{
+		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+		wc_shared->abort_requested = false;
+		LWLockRelease(wc_shared->lock);
+	}
 	wc_end_operation();
+}
+
+/*
+ * At exit during a restore (a FATAL, the postmaster's death): proc_exit()
+ * does not unwind, so the leader's state is still there to end.  Runs
+ * before the transaction, if any, is aborted.
+ */
+static void
+leader_exit(int code, Datum arg)
+{
+	RestoreLeader *leader = leading;
+
+	if (leader == NULL)
+		return;
+	LWLockReleaseAll();
+	if (!leader->stopped)
+	{
+		note_incomplete(leader, PostmasterIsAlive() ?
+						"the autowarm worker exited" : "the postmaster died");
+		leader->stopped = true;
+	}
+	end_restore(leader, true);
 }
 
 /*
@@ -743,26 +909,7 @@ lead_workers(RestoreLeader *leader)
 {
 	for (;;)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-		if (ShutdownRequestPending || wc_shared->abort_requested ||
-			(wc_shared->restore_source == WC_SOURCE_FOLLOWED &&
-			 (!RecoveryInProgress() || wc_follow_primary == WC_FOLLOW_OFF)))
-		{
-			if (!leader->stopped)
-				note_incomplete(leader, ShutdownRequestPending ?
-								"the server shut down" :
-								wc_shared->abort_requested ? "aborted" :
-								"no longer following");
-			leader->stopped = true;
-			wc_shared->abort_requested = true;	/* the workers look at it */
-			stop_workers(leader);
-		}
-
+		leader_check_stop(leader);
 		reap_workers(leader);
 		launch_workers(leader);
 		check_patience(leader);
@@ -779,47 +926,78 @@ lead_workers(RestoreLeader *leader)
 
 /*
  * Restore the dump file.  Runs in the autowarm worker, which has begun the
- * restoring state; ends it before returning, or on error.
+ * restoring state; ends it on every way out.  An ERROR (which a cancel is
+ * not: see autowarm.c) is reported, ends the restore as incomplete and is
+ * not raised further: the autowarm worker goes on.
  */
 void
 wc_lead_restore(WarmMode mode, RestoreSource source)
 {
-	RestoreLeader leader;
-	WarmFileHeader hdr;
+	RestoreLeader *leader = &the_leader;
+	MemoryContext cxt = CurrentMemoryContext;
 	char	   *problem;
 	DumpFileStatus status;
-	TimestampTz started;
 
-	PG_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
+	if (!leader_exit_registered)
 	{
-		wc_shared->restore_source = source;
-		status = wc_check_file(wc_source_file(source), &hdr, &problem);
+		before_shmem_exit(leader_exit, (Datum) 0);
+		leader_exit_registered = true;
+	}
+	memset(leader, 0, sizeof(*leader));
+	leader->source = source;
+	wc_shared->restore_source = source;
+	leading = leader;
+
+	PG_TRY();
+	{
+		status = wc_check_file(wc_source_file(source), &leader->hdr, &problem);
 		if (status == WC_FILE_OK)
 		{
-			memset(&leader, 0, sizeof(leader));
-			count_shares(&leader);
-			started = GetCurrentTimestamp();
-			publish_start(&hdr, leader.os_tier_blocks, mode, source, started);
+			leader->started = GetCurrentTimestamp();
+			publish_start(leader, mode);
+			count_shares(leader);
+			publish_os_tier(leader);
 			ereport(source == WC_SOURCE_FOLLOWED ? DEBUG1 : LOG,
 					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s, from %s",
-							(unsigned long long) hdr.nblocks,
-							hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
-							leader.ndbs, wc_mode_name(mode),
+							(unsigned long long) leader->hdr.nblocks,
+							leader->hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
+							leader->ndbs, wc_mode_name(mode),
 							wc_source_file(source)),
-					 leader.os_tier_blocks > 0 ?
+					 leader->os_tier_blocks > 0 ?
 					 errdetail("%llu of the blocks were in the OS page cache only; they go back there.",
-							   (unsigned long long) leader.os_tier_blocks) : 0));
-			lead_workers(&leader);
-			pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
-			report_end(&leader, &hdr, source, started);
-			if (leader.shares)
-				pfree(leader.shares);
+							   (unsigned long long) leader->os_tier_blocks) : 0));
+			lead_workers(leader);
 		}
 		else if (status == WC_FILE_BAD)
 			wc_set_aside_bad_file(wc_source_file(source), problem, WARNING);
 	}
-	PG_END_ENSURE_ERROR_CLEANUP(end_restore_callback, (Datum) 0);
+	PG_CATCH();
+	{
+		ErrorData  *edata;
 
-	wc_shared->abort_requested = false;
-	wc_end_operation();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		LWLockReleaseAll();
+		ConditionVariableCancelSleep();
+		/* Outside a transaction, what the counting had open */
+		AtEOXact_Files(false);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_warmcache: the %s stopped on an error: %s",
+						wc_source_name(source), edata->message),
+				 errdetail("The saved block list is kept; the autowarm worker goes on.")));
+		FreeErrorData(edata);
+		if (!leader->stopped)
+		{
+			note_incomplete(leader, "an error in the restore leader");
+			leader->stopped = true;
+		}
+	}
+	PG_END_TRY();
+
+	end_restore(leader, true);
+	if (leader->shares)
+		pfree(leader->shares);
 }
