@@ -110,7 +110,7 @@ static inline bool
 wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 				   bool *permanent)
 {
-	uint32		state = LockBufHdr(desc);
+	uint64		state = LockBufHdr(desc);
 	bool		valid = (state & BM_TAG_VALID) != 0;
 
 	if (valid)
@@ -119,9 +119,73 @@ wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
 		*usage = BUF_STATE_GET_USAGECOUNT(state);
 		*permanent = (state & BM_PERMANENT) != 0;
 	}
-	UnlockBufHdr(desc, state);
+#if PG_VERSION_NUM >= 190000
+	UnlockBufHdr(desc);
+#else
+	UnlockBufHdr(desc, (uint32) state);
+#endif
 	return valid;
 }
+
+/*
+ * Whether a buffer holds no page (its tag is not valid), read without its
+ * header lock: a hint, as the free list's answer always was.  The state
+ * word is 64 bits from 19 on.
+ */
+static inline bool
+wc_buffer_unused(int id)
+{
+#if PG_VERSION_NUM >= 190000
+	return (pg_atomic_read_u64(&GetBufferDescriptor(id)->state) & BM_TAG_VALID) == 0;
+#else
+	return (pg_atomic_read_u32(&GetBufferDescriptor(id)->state) & BM_TAG_VALID) == 0;
+#endif
+}
+
+/*
+ * Is an unused buffer left, one that a read can take without evicting a
+ * page?  Up to 18 the free list says so.  19 has no free list: the clock
+ * sweep hands out any unpinned buffer it has worn down, so the question
+ * becomes whether some buffer holds no page.  A scan of the headers
+ * answers it, resuming where the last one stopped (a buffer seldom becomes
+ * unused again, and reads take unused buffers in the sweep's order, which
+ * is the scan's), so that a caller asking before every block pays little;
+ * after a scan that found none, the answer stays no for 100 ms.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "portability/instr_time.h"
+static inline bool
+wc_have_free_buffer(void)
+{
+	static int	next = 0;
+	static instr_time none_since;
+	static bool none = false;
+	instr_time	now;
+	int			n;
+
+	if (none)
+	{
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, none_since);
+		if (INSTR_TIME_GET_MILLISEC(now) < 100)
+			return false;
+		none = false;
+	}
+	for (n = 0; n < NBuffers; n++)
+	{
+		if (next >= NBuffers)
+			next = 0;
+		if (wc_buffer_unused(next))
+			return true;
+		next++;
+	}
+	none = true;
+	INSTR_TIME_SET_CURRENT(none_since);
+	return false;
+}
+#else
+#define wc_have_free_buffer() have_free_buffer()
+#endif
 
 /*
  * Is a block of a relation fork in shared buffers?  One lookup in the

@@ -444,7 +444,7 @@ wc_prefault_buffers(int first, int last, bool map, uint32 *unused)
 	for (id = first; id <= last; id++)
 	{
 		bool		free_buf = id < last &&
-			!(pg_atomic_read_u32(&GetBufferDescriptor(id)->state) & BM_TAG_VALID);
+			wc_buffer_unused(id);
 
 		if (free_buf)
 		{
@@ -577,7 +577,7 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 	{
 		Buffer		buf;
 
-		if (pacer && pacer->no_evict && !have_free_buffer())
+		if (pacer && pacer->no_evict && !wc_have_free_buffer())
 			break;
 		buf = ReadBufferExtended(job->rel, job->fork, block + i, RBM_NORMAL,
 								 NULL);

@@ -256,7 +256,7 @@ prefault_buffers(ParallelWarm *pw)
 {
 	uint32		nchunks = (NBuffers + WC_PREFAULT_CHUNK - 1) / WC_PREFAULT_CHUNK;
 
-	if (!pw->prefault || !have_free_buffer())
+	if (!pw->prefault || !wc_have_free_buffer())
 		return;
 	pgstat_report_activity(STATE_RUNNING, "prefaulting shared buffers");
 	for (;;)
