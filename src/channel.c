@@ -110,11 +110,7 @@ typedef enum ChannelJob
 	WC_CHANNEL_FETCH
 } ChannelJob;
 
-/*
- * What the last publication found, kept by the autowarm worker in a small
- * segment the publish workers it starts write to, so that a table that
- * stays locked or unusable is logged once, not at every try.
- */
+/* What a publication found. */
 typedef enum PublishOutcome
 {
 	WC_PUBLISH_DONE,
@@ -122,10 +118,18 @@ typedef enum PublishOutcome
 	WC_PUBLISH_REFUSED
 } PublishOutcome;
 
-typedef struct PublishNotes
+/*
+ * What the channel workers remember from one start to the next, kept by
+ * the autowarm worker in a small segment the workers it starts write to:
+ * so that a table that stays locked or unusable is logged once, not at
+ * every try, and a publication found unusable is not read again.
+ */
+typedef struct ChannelNotes
 {
-	PublishOutcome last;
-} PublishNotes;
+	PublishOutcome last_publish;	/* what the last publication found */
+	TimestampTz refused_dumped_at;	/* the dump time of the last
+									 * publication found unusable, or 0 */
+} ChannelNotes;
 
 /* In the autowarm worker: the segment of the notes, made at first use. */
 static dsm_segment *notes_segment = NULL;
@@ -191,10 +195,11 @@ wc_follow_state_name(FollowState state)
 }
 
 /*
- * Note what the channel found; a change is logged, once.
+ * Note what the channel found; a change is logged, once, and with again
+ * the same state too (a new publication found unusable).
  */
 static void
-set_follow_state(FollowState state, const char *problem)
+set_follow_state(FollowState state, const char *problem, bool again)
 {
 	FollowState old;
 
@@ -202,7 +207,7 @@ set_follow_state(FollowState state, const char *problem)
 	old = wc_shared->follow_state;
 	wc_shared->follow_state = state;
 	LWLockRelease(wc_shared->lock);
-	if (old == state)
+	if (old == state && !again)
 		return;
 
 	switch (state)
@@ -257,23 +262,27 @@ set_follow_state(FollowState state, const char *problem)
 }
 
 /*
- * The notes of the publications, made by the autowarm worker at first use;
- * NULL if no segment could be made (then each outcome is logged).
+ * The channel's notes, made by the autowarm worker at first use; NULL if
+ * no segment could be made (then a publication's every outcome is logged,
+ * and a standby logs changes of its state only).
  */
-static PublishNotes *
-publish_notes(void)
+static ChannelNotes *
+channel_notes(void)
 {
 	if (notes_segment == NULL)
 	{
-		notes_segment = dsm_create(sizeof(PublishNotes),
+		ChannelNotes *notes;
+
+		notes_segment = dsm_create(sizeof(ChannelNotes),
 								   DSM_CREATE_NULL_IF_MAXSEGMENTS);
 		if (notes_segment == NULL)
 			return NULL;
 		dsm_pin_mapping(notes_segment);
-		((PublishNotes *) dsm_segment_address(notes_segment))->last =
-			WC_PUBLISH_DONE;
+		notes = (ChannelNotes *) dsm_segment_address(notes_segment);
+		notes->last_publish = WC_PUBLISH_DONE;
+		notes->refused_dumped_at = 0;
 	}
-	return (PublishNotes *) dsm_segment_address(notes_segment);
+	return (ChannelNotes *) dsm_segment_address(notes_segment);
 }
 
 /*
@@ -281,14 +290,14 @@ publish_notes(void)
  * (each time without notes).
  */
 static void
-note_publish_outcome(PublishNotes *notes, PublishOutcome outcome,
+note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 					 const char *what)
 {
 	if (notes != NULL)
 	{
-		PublishOutcome old = notes->last;
+		PublishOutcome old = notes->last_publish;
 
-		notes->last = outcome;
+		notes->last_publish = outcome;
 		if (old == outcome)
 		{
 			if (outcome == WC_PUBLISH_LOCKED)
@@ -332,7 +341,7 @@ run_channel_worker(ChannelJob job)
 	BackgroundWorkerHandle *handle;
 	dsm_handle	notes = DSM_HANDLE_INVALID;
 
-	if (job == WC_CHANNEL_PUBLISH && publish_notes() != NULL)
+	if (channel_notes() != NULL)
 		notes = dsm_segment_handle(notes_segment);
 
 	wc_init_dynamic_worker(&worker, "pg_warmcache_channel_main",
@@ -453,7 +462,7 @@ wc_publish(void)
 		run_channel_worker(WC_CHANNEL_PUBLISH))
 		return;
 	if (locked)
-		note_publish_outcome(publish_notes(), WC_PUBLISH_LOCKED,
+		note_publish_outcome(channel_notes(), WC_PUBLISH_LOCKED,
 							 "catalog pg_database");
 	if (exists || locked)
 	{
@@ -479,9 +488,9 @@ wc_fetch_followed(void)
 	if (!OidIsValid(channel_database(&exists, &locked)))
 	{
 		if (locked)
-			set_follow_state(WC_FOLLOW_LOCKED, "catalog pg_database");
+			set_follow_state(WC_FOLLOW_LOCKED, "catalog pg_database", false);
 		else if (!exists)
-			set_follow_state(WC_FOLLOW_NO_DATABASE, NULL);
+			set_follow_state(WC_FOLLOW_NO_DATABASE, NULL, false);
 		return false;
 	}
 	if (!run_channel_worker(WC_CHANNEL_FETCH))
@@ -734,13 +743,20 @@ announced_size(const WarmFileHeader *hdr, char **problem)
 	}
 	if (hdr->nruns > limit || hdr->nblocks > limit)
 	{
-		*problem = psprintf("its header announces %llu blocks in %llu runs (%llu bytes), more than the %llu blocks (%llu bytes) this server accepts",
+		char		size[64];
+
+		if (hdr->nruns <= (PG_UINT64_MAX - sizeof(WarmFileHeader)) / sizeof(WarmRun))
+			snprintf(size, sizeof(size), "%llu bytes",
+					 (unsigned long long) (sizeof(WarmFileHeader) +
+										   hdr->nruns * sizeof(WarmRun)));
+		else
+			strlcpy(size, "over 2^64 bytes", sizeof(size));
+		*problem = psprintf("its header announces %llu blocks in %llu runs, a file of %s; this server accepts at most %llu blocks, a file of %llu bytes",
 							(unsigned long long) hdr->nblocks,
-							(unsigned long long) hdr->nruns,
-							(unsigned long long) (hdr->nruns > limit ? 0 :
-												  sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun)),
+							(unsigned long long) hdr->nruns, size,
 							(unsigned long long) limit,
-							(unsigned long long) (sizeof(WarmFileHeader) + limit * sizeof(WarmRun)));
+							(unsigned long long) (sizeof(WarmFileHeader) +
+												  limit * sizeof(WarmRun)));
 		return 0;
 	}
 	return sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun);
@@ -961,6 +977,11 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 			size = announced_size(&hdr, problem);
 			if (size == 0)
 				break;
+			if (hdr.dumped_at != dumped_at)
+			{
+				*problem = psprintf("the rows' dump time is not the file's");
+				break;
+			}
 			if (len > size)
 			{
 				*problem = psprintf("the rows hold more than the %llu bytes the header announces",
@@ -999,7 +1020,7 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
  * the primary key; chunk 0's dump time says which dump the table holds.
  */
 static void
-fetch_file(ChannelTable *ct)
+fetch_file(ChannelTable *ct, ChannelNotes *notes)
 {
 	SysScanDesc scan;
 	HeapTuple	first;
@@ -1016,16 +1037,30 @@ fetch_file(ChannelTable *ct)
 	if (!HeapTupleIsValid(first))
 	{
 		systable_endscan_ordered(scan);
-		set_follow_state(WC_FOLLOW_NOTHING_PUBLISHED, NULL);
+		set_follow_state(WC_FOLLOW_NOTHING_PUBLISHED, NULL, false);
 		return;
 	}
-	if (row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data) &&
-		n == 0 && dumped_at == wc_shared->followed_dumped_at &&
+	if (!row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data))
+	{
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_UNUSABLE, "its first row has a null field",
+						 false);
+		return;
+	}
+	if (n == 0 && dumped_at == wc_shared->followed_dumped_at &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		/* Followed already: say so again if the last look could not tell. */
 		systable_endscan_ordered(scan);
-		set_follow_state(WC_FOLLOW_FOLLOWING, NULL);
+		set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
+		return;
+	}
+	if (notes != NULL && dumped_at == notes->refused_dumped_at)
+	{
+		/* Found unusable and said so already: not read again. */
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_UNUSABLE,
+						 "it is the publication found unusable before", false);
 		return;
 	}
 
@@ -1043,7 +1078,10 @@ fetch_file(ChannelTable *ct)
 
 	if (!usable)
 	{
-		set_follow_state(WC_FOLLOW_UNUSABLE, problem);
+		/* Each publication found unusable is said once. */
+		if (notes != NULL)
+			notes->refused_dumped_at = dumped_at;
+		set_follow_state(WC_FOLLOW_UNUSABLE, problem, notes != NULL);
 		return;
 	}
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -1051,13 +1089,13 @@ fetch_file(ChannelTable *ct)
 	wc_shared->followed_blocks = (int64) hdr.nblocks;
 	wc_shared->followed_fresh = true;
 	LWLockRelease(wc_shared->lock);
-	set_follow_state(WC_FOLLOW_FOLLOWING, NULL);
+	set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 }
 
 /* The publish worker: on a lock, the dump waits for the next look. */
 static void
 publish_job(TableStatus status, ChannelTable *ct, const char *why,
-			PublishNotes *notes)
+			ChannelNotes *notes)
 {
 	switch (status)
 	{
@@ -1080,21 +1118,22 @@ publish_job(TableStatus status, ChannelTable *ct, const char *why,
 }
 
 static void
-fetch_job(TableStatus status, ChannelTable *ct, const char *why)
+fetch_job(TableStatus status, ChannelTable *ct, const char *why,
+		  ChannelNotes *notes)
 {
 	switch (status)
 	{
 		case WC_TABLE_NONE:
-			set_follow_state(WC_FOLLOW_NO_TABLE, NULL);
+			set_follow_state(WC_FOLLOW_NO_TABLE, NULL, false);
 			break;
 		case WC_TABLE_LOCKED:
-			set_follow_state(WC_FOLLOW_LOCKED, why);
+			set_follow_state(WC_FOLLOW_LOCKED, why, false);
 			break;
 		case WC_TABLE_REFUSED:
-			set_follow_state(WC_FOLLOW_REFUSED, why);
+			set_follow_state(WC_FOLLOW_REFUSED, why, false);
 			break;
 		case WC_TABLE_OK:
-			fetch_file(ct);
+			fetch_file(ct, notes);
 			break;
 	}
 }
@@ -1109,7 +1148,7 @@ pg_warmcache_channel_main(Datum arg)
 	ChannelJob	job = (ChannelJob) DatumGetInt32(arg);
 	dsm_handle	handle;
 	dsm_segment *seg = NULL;
-	PublishNotes *notes = NULL;
+	ChannelNotes *notes = NULL;
 	ChannelTable ct;
 	TableStatus status;
 	char	   *why;
@@ -1130,7 +1169,7 @@ pg_warmcache_channel_main(Datum arg)
 	{
 		seg = dsm_attach(handle);
 		if (seg != NULL)
-			notes = (PublishNotes *) dsm_segment_address(seg);
+			notes = (ChannelNotes *) dsm_segment_address(seg);
 	}
 
 	BackgroundWorkerInitializeConnection(WC_CHANNEL_DATABASE, NULL, 0);
@@ -1147,7 +1186,7 @@ pg_warmcache_channel_main(Datum arg)
 	if (job == WC_CHANNEL_PUBLISH)
 		publish_job(status, &ct, why, notes);
 	else
-		fetch_job(status, &ct, why);
+		fetch_job(status, &ct, why, notes);
 	close_channel_table(&ct);
 
 	PopActiveSnapshot();
