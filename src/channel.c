@@ -647,7 +647,7 @@ index_is_ours(Relation rel, Relation index, char **why)
 	Form_pg_index form = index->rd_index;
 
 	if (!form->indisprimary || !form->indisunique || !form->indisvalid ||
-		!form->indisready || !form->indislive || form->indimmediate == false ||
+		!form->indisready || !form->indislive || !form->indimmediate ||
 		form->indnatts != 1 || form->indnkeyatts != 1 ||
 		form->indkey.values[0] != WC_COL_CHUNK + 1 ||
 		index->rd_rel->relam != BTREE_AM_OID ||
@@ -1176,13 +1176,14 @@ pg_warmcache_channel_main(Datum arg)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, job == WC_CHANNEL_PUBLISH ?
 						   "publishing the hot set" :
 						   "reading the primary's hot set");
 
+	/* The rows are read with a snapshot taken once the table is locked. */
 	status = open_channel_table(job == WC_CHANNEL_PUBLISH ?
 								RowExclusiveLock : AccessShareLock, &ct, &why);
+	PushActiveSnapshot(GetTransactionSnapshot());
 	if (job == WC_CHANNEL_PUBLISH)
 		publish_job(status, &ct, why, notes);
 	else
