@@ -37,6 +37,8 @@ typedef enum FollowState
 	WC_FOLLOW_NO_TABLE,			/* no extension, or one older than 1.2 */
 	WC_FOLLOW_NOTHING_PUBLISHED,	/* the table is empty */
 	WC_FOLLOW_UNUSABLE,			/* what it holds is not a usable file */
+	WC_FOLLOW_LOCKED,			/* it was locked: tried again at next look */
+	WC_FOLLOW_REFUSED,			/* it is not the table the extension made */
 	WC_FOLLOW_FOLLOWING,
 	WC_FOLLOW_PROMOTED			/* the standby was promoted */
 } FollowState;

@@ -19,13 +19,24 @@
  * starts such a worker every WC_FOLLOW_POLL_MS; it reads the table and,
  * when the dump time changed, writes the chunks to pg_warmcache.followed
  * (the format of the dump file, checked the same way: it must come from
- * this database system).  The autowarm worker then restores that file
- * (restore.c).  What the worker finds (no table, nothing published, a
- * file that cannot be used) is logged once, when it changes.
+ * this database system, and be no larger than this server could use).
+ * The autowarm worker then restores that file (restore.c).  What the
+ * worker finds (no table, nothing published, a file that cannot be used,
+ * a table that is locked or not the extension's own) is logged once, when
+ * it changes.
  *
- * Both workers stay connected for one short transaction, so a command on
- * the database postgres waits for them at most that long; the autowarm
- * worker does not start one while such a command waits.
+ * The worker runs as the bootstrap superuser, so it resolves no name
+ * through a search path and runs no SQL: it finds the table through the
+ * catalogs (the extension's member in pg_depend, owned by a superuser,
+ * without triggers, rules or row security, with the columns and primary
+ * key the extension made) and reads and writes it by heap and index
+ * access, which call no function a user could define.
+ *
+ * Nothing here waits for a lock: the table, its index, its TOAST table and
+ * pg_database are locked only if that is free at once, and otherwise the
+ * round is given up and tried again at the next look; lock_timeout bounds
+ * the catalog locks of the connection itself.  The autowarm worker, which
+ * waits for the channel worker, goes on dumping.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -36,33 +47,61 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
-#include "storage/spin.h"
+#include "storage/dsm.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "channel.h"
 #include "compat.h"
 #include "dumpfile.h"
+#include "pacer.h"
 #include "pg_warmcache.h"
 
 /* The size of a row's piece of the file. */
 #define WC_CHUNK_BYTES		(1024 * 1024)
+
+/*
+ * The longest a channel worker waits for a lock it cannot take
+ * conditionally: those the connection and the catalog lookups take on
+ * catalogs (on a standby, replay of a VACUUM FULL of one holds them).
+ */
+#define WC_CHANNEL_LOCK_TIMEOUT "2s"
 
 /* What a channel worker is started for. */
 typedef enum ChannelJob
@@ -70,6 +109,63 @@ typedef enum ChannelJob
 	WC_CHANNEL_PUBLISH,
 	WC_CHANNEL_FETCH
 } ChannelJob;
+
+/* What a publication found. */
+typedef enum PublishOutcome
+{
+	WC_PUBLISH_DONE,
+	WC_PUBLISH_LOCKED,
+	WC_PUBLISH_REFUSED
+} PublishOutcome;
+
+/*
+ * What the channel workers remember from one start to the next, kept by
+ * the autowarm worker in a small segment the workers it starts write to:
+ * so that a table that stays locked or unusable is logged once, not at
+ * every try, and a publication found unusable is not read again.
+ */
+typedef struct ChannelNotes
+{
+	PublishOutcome last_publish;	/* what the last publication found */
+	TimestampTz refused_dumped_at;	/* the dump time of the last
+									 * publication found unusable, or 0 */
+} ChannelNotes;
+
+/* In the autowarm worker: the segment of the notes, made at first use. */
+static dsm_segment *notes_segment = NULL;
+
+/* What looking for the table found. */
+typedef enum TableStatus
+{
+	WC_TABLE_OK,
+	WC_TABLE_NONE,				/* no extension, or one older than 1.2 */
+	WC_TABLE_LOCKED,			/* *why names what is locked */
+	WC_TABLE_REFUSED			/* *why says what is wrong with it */
+} TableStatus;
+
+/* The channel's table and its primary key, open and locked. */
+typedef struct ChannelTable
+{
+	Relation	rel;
+	Relation	index;
+} ChannelTable;
+
+/* The columns the extension made, in order (pg_warmcache--1.1--1.2.sql). */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			channel_columns[] =
+{
+	{"chunk", INT4OID},
+	{"dumped_at", TIMESTAMPTZOID},
+	{"data", BYTEAOID}
+};
+
+#define WC_COL_CHUNK	0
+#define WC_COL_DUMPED	1
+#define WC_COL_DATA		2
+#define WC_NCOLS		lengthof(channel_columns)
 
 const char *
 wc_follow_state_name(FollowState state)
@@ -86,6 +182,10 @@ wc_follow_state_name(FollowState state)
 			return "nothing published yet";
 		case WC_FOLLOW_UNUSABLE:
 			return "published file not usable";
+		case WC_FOLLOW_LOCKED:
+			return "published table locked";
+		case WC_FOLLOW_REFUSED:
+			return "published table refused";
 		case WC_FOLLOW_FOLLOWING:
 			return "following";
 		case WC_FOLLOW_PROMOTED:
@@ -95,10 +195,11 @@ wc_follow_state_name(FollowState state)
 }
 
 /*
- * Note what the channel found; a change is logged, once.
+ * Note what the channel found; a change is logged, once, and with again
+ * the same state too (a new publication found unusable).
  */
 static void
-set_follow_state(FollowState state, const char *problem)
+set_follow_state(FollowState state, const char *problem, bool again)
 {
 	FollowState old;
 
@@ -106,7 +207,7 @@ set_follow_state(FollowState state, const char *problem)
 	old = wc_shared->follow_state;
 	wc_shared->follow_state = state;
 	LWLockRelease(wc_shared->lock);
-	if (old == state)
+	if (old == state && !again)
 		return;
 
 	switch (state)
@@ -141,6 +242,18 @@ set_follow_state(FollowState state, const char *problem)
 							problem ? problem : "unknown problem"),
 					 errdetail("The standby tries again when the primary publishes its next dump.")));
 			break;
+		case WC_FOLLOW_LOCKED:
+			ereport(LOG,
+					(errmsg("pg_warmcache: cannot read the primary's published hot set now: %s is locked",
+							problem ? problem : "its table"),
+					 errdetail("A session, or the replay of a lock taken on the primary, holds a lock on it. The standby does not wait: it tries again at each look, and its own dumps go on.")));
+			break;
+		case WC_FOLLOW_REFUSED:
+			ereport(LOG,
+					(errmsg("pg_warmcache: the standby channel's table is not the one the extension made: %s",
+							problem ? problem : "unknown problem"),
+					 errdetail("Nothing is read from it until that changes.")));
+			break;
 		case WC_FOLLOW_FOLLOWING:
 			ereport(LOG,
 					(errmsg("pg_warmcache: following the primary's hot set")));
@@ -149,20 +262,96 @@ set_follow_state(FollowState state, const char *problem)
 }
 
 /*
+ * The channel's notes, made by the autowarm worker at first use; NULL if
+ * no segment could be made (then a publication's every outcome is logged,
+ * and a standby logs changes of its state only).
+ */
+static ChannelNotes *
+channel_notes(void)
+{
+	if (notes_segment == NULL)
+	{
+		ChannelNotes *notes;
+
+		notes_segment = dsm_create(sizeof(ChannelNotes),
+								   DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		if (notes_segment == NULL)
+			return NULL;
+		dsm_pin_mapping(notes_segment);
+		notes = (ChannelNotes *) dsm_segment_address(notes_segment);
+		notes->last_publish = WC_PUBLISH_DONE;
+		notes->refused_dumped_at = 0;
+	}
+	return (ChannelNotes *) dsm_segment_address(notes_segment);
+}
+
+/*
+ * Log what a publication found if it differs from what the last one did
+ * (each time without notes).
+ */
+static void
+note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
+					 const char *what)
+{
+	if (notes != NULL)
+	{
+		PublishOutcome old = notes->last_publish;
+
+		notes->last_publish = outcome;
+		if (old == outcome)
+		{
+			if (outcome == WC_PUBLISH_LOCKED)
+				elog(DEBUG1, "pg_warmcache: %s is locked: publication skipped again",
+					 what);
+			return;
+		}
+	}
+
+	switch (outcome)
+	{
+		case WC_PUBLISH_DONE:
+			if (notes != NULL)
+				ereport(LOG,
+						(errmsg("pg_warmcache: publishing the hot set again")));
+			break;
+		case WC_PUBLISH_LOCKED:
+			ereport(LOG,
+					(errmsg("pg_warmcache: cannot publish the hot set now: %s is locked",
+							what),
+					 errdetail("A session holds a lock on it. Publication does not wait: it is tried again every few seconds, and dumps go on.")));
+			break;
+		case WC_PUBLISH_REFUSED:
+			ereport(LOG,
+					(errmsg("pg_warmcache: the standby channel's table is not the one the extension made: %s",
+							what),
+					 errdetail("Nothing is published until that changes.")));
+			break;
+	}
+}
+
+/*
  * Start a channel worker and wait for it to end.  False if no worker slot
- * was free: the caller tries again later.
+ * was free: the caller tries again later.  It waits on nothing without a
+ * bound, so neither does the caller.
  */
 static bool
 run_channel_worker(ChannelJob job)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
+	dsm_handle	notes = DSM_HANDLE_INVALID;
+
+	if (channel_notes() != NULL)
+		notes = dsm_segment_handle(notes_segment);
 
 	wc_init_dynamic_worker(&worker, "pg_warmcache_channel_main",
 						   "pg_warmcache channel");
 	strcpy(worker.bgw_name, job == WC_CHANNEL_PUBLISH ?
 		   "pg_warmcache publish" : "pg_warmcache follow");
 	worker.bgw_main_arg = Int32GetDatum((int32) job);
+	StaticAssertStmt(sizeof(dsm_handle) <= BGW_EXTRALEN,
+					 "a segment handle fits in bgw_extra");
+	memcpy(worker.bgw_extra, &notes, sizeof(notes));
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return false;
@@ -198,6 +387,53 @@ standby_streaming(void)
 }
 
 /*
+ * The database of the channel, if a worker can connect to it now: it
+ * allows connections, is no template and no database-level command wants
+ * it.  *exists says whether there is one at all; *locked that pg_database
+ * itself was locked (a VACUUM FULL of it, or its replay on a standby), so
+ * nothing could be said.  Like wc_connectable_database(), a scan of the
+ * heap of pg_database, a shared catalog, which the autowarm worker can
+ * read connected to no database; but it does not wait for the lock.
+ */
+static Oid
+channel_database(bool *exists, bool *locked)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			found = InvalidOid;
+
+	*exists = false;
+	*locked = false;
+	StartTransactionCommand();
+	if (!ConditionalLockRelationOid(DatabaseRelationId, AccessShareLock))
+	{
+		CommitTransactionCommand();
+		*locked = true;
+		return InvalidOid;
+	}
+	rel = table_open(DatabaseRelationId, NoLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+
+		if (form->datistemplate || !form->datallowconn ||
+			database_is_invalid_form(form) ||
+			strcmp(NameStr(form->datname), WC_CHANNEL_DATABASE) != 0)
+			continue;
+		*exists = true;
+		if (!wc_database_wanted(form->oid))
+			found = form->oid;
+		break;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return found;
+}
+
+/*
  * On a primary, after a dump: publish it, if one waits to be and a standby
  * streams from this server.
  */
@@ -207,6 +443,7 @@ wc_publish(void)
 	bool		now;
 	bool		pending;
 	bool		exists;
+	bool		locked;
 
 	/*
 	 * Without a standby now, the dump waits for one to connect; at
@@ -221,12 +458,15 @@ wc_publish(void)
 	LWLockRelease(wc_shared->lock);
 	if (!pending)
 		return;
-	if (OidIsValid(wc_connectable_database(WC_CHANNEL_DATABASE, &exists)) &&
+	if (OidIsValid(channel_database(&exists, &locked)) &&
 		run_channel_worker(WC_CHANNEL_PUBLISH))
 		return;
-	if (exists)
+	if (locked)
+		note_publish_outcome(channel_notes(), WC_PUBLISH_LOCKED,
+							 "catalog pg_database");
+	if (exists || locked)
 	{
-		/* Wanted by a command, or no worker slot: at the next look. */
+		/* Wanted by a command, locked, or no worker slot: at the next look. */
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 		wc_shared->publish_pending = true;
 		LWLockRelease(wc_shared->lock);
@@ -241,13 +481,16 @@ bool
 wc_fetch_followed(void)
 {
 	bool		exists;
+	bool		locked;
 	bool		fresh;
 
 	/* Not while a database-level command waits: the worker would delay it. */
-	if (!OidIsValid(wc_connectable_database(WC_CHANNEL_DATABASE, &exists)))
+	if (!OidIsValid(channel_database(&exists, &locked)))
 	{
-		if (!exists)
-			set_follow_state(WC_FOLLOW_NO_DATABASE, NULL);
+		if (locked)
+			set_follow_state(WC_FOLLOW_LOCKED, "catalog pg_database", false);
+		else if (!exists)
+			set_follow_state(WC_FOLLOW_NO_DATABASE, NULL, false);
 		return false;
 	}
 	if (!run_channel_worker(WC_CHANNEL_FETCH))
@@ -260,46 +503,288 @@ wc_fetch_followed(void)
 }
 
 /*
- * The table's qualified name, in this database, or NULL if the extension
- * is missing or older than the table.
+ * The extension's member table of the channel, found through pg_depend, or
+ * InvalidOid.  A table of that name that is not a member (a user's, in a
+ * schema the extension shares) is never considered.
  */
-static char *
-channel_table(void)
+static Oid
+member_table(Oid ext, char **why)
 {
-	bool		isnull;
-	Datum		d;
+	Relation	dep;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			found = InvalidOid;
 
-	if (SPI_execute("SELECT quote_ident(n.nspname) || '." WC_CHANNEL_TABLE "'"
-					"  FROM pg_extension e"
-					"  JOIN pg_namespace n ON n.oid = e.extnamespace"
-					"  JOIN pg_class c ON c.relnamespace = n.oid"
-					"       AND c.relname = '" WC_CHANNEL_TABLE "'"
-					" WHERE e.extname = 'pg_warmcache'", true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the table of the standby channel");
-	if (SPI_processed == 0)
-		return NULL;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? NULL : TextDatumGetCString(d);
+	dep = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(dep, DependReferenceIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend form = (Form_pg_depend) GETSTRUCT(tuple);
+		char	   *name;
+
+		if (form->classid != RelationRelationId || form->objsubid != 0 ||
+			form->deptype != DEPENDENCY_EXTENSION)
+			continue;
+		name = get_rel_name(form->objid);
+		if (name == NULL || strcmp(name, WC_CHANNEL_TABLE) != 0)
+			continue;
+		if (OidIsValid(found))
+		{
+			*why = psprintf("extension pg_warmcache has more than one member named %s",
+							WC_CHANNEL_TABLE);
+			found = InvalidOid;
+			break;
+		}
+		found = form->objid;
+	}
+	systable_endscan(scan);
+	table_close(dep, AccessShareLock);
+	return found;
+}
+
+/* Lock relid in mode if that is free now; else say what is locked. */
+static bool
+lock_now(Oid relid, LOCKMODE mode, char **why)
+{
+	char	   *name;
+
+	if (ConditionalLockRelationOid(relid, mode))
+		return true;
+	name = get_rel_name(relid);
+	*why = psprintf("relation %s", name ? quote_identifier(name) : "(dropped)");
+	return false;
+}
+
+/*
+ * Lock the table's TOAST relation and its indexes now, in mode, so that
+ * reading or writing the chunks out of line takes no lock that waits.
+ */
+static bool
+lock_toast_now(Relation rel, LOCKMODE mode, char **why)
+{
+	Oid			toastid = rel->rd_rel->reltoastrelid;
+	Relation	toast;
+	List	   *indexes;
+	ListCell   *lc;
+
+	if (!OidIsValid(toastid))
+		return true;
+	if (!lock_now(toastid, mode, why))
+		return false;
+	toast = table_open(toastid, NoLock);
+	indexes = RelationGetIndexList(toast);
+	table_close(toast, NoLock);
+	foreach(lc, indexes)
+	{
+		if (!lock_now(lfirst_oid(lc), mode, why))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is the open, locked table what the extension made?  False with *why if
+ * not.  Its owner is a superuser, so no other role can have given it a
+ * trigger, rule, policy, column or index that would run code of theirs.
+ */
+static bool
+table_is_ours(Relation rel, char **why)
+{
+	Form_pg_class form = rel->rd_rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	   *name = quote_qualified_identifier(get_namespace_name(form->relnamespace),
+												  NameStr(form->relname));
+	int			i;
+
+	if (form->relkind != RELKIND_RELATION)
+		*why = psprintf("%s is not an ordinary table", name);
+	else if (form->relpersistence != RELPERSISTENCE_PERMANENT)
+		*why = psprintf("table %s is not a permanent table", name);
+	else if (!superuser_arg(form->relowner))
+		*why = psprintf("table %s is owned by role \"%s\", which is not a superuser",
+						name, GetUserNameFromId(form->relowner, true));
+	else if (form->relhastriggers)
+		*why = psprintf("table %s has triggers", name);
+	else if (form->relhasrules)
+		*why = psprintf("table %s has rules", name);
+	else if (form->relrowsecurity)
+		*why = psprintf("table %s has row-level security", name);
+	else if (desc->natts != WC_NCOLS)
+		*why = psprintf("table %s has %d columns, not %d", name,
+						desc->natts, (int) WC_NCOLS);
+	else
+	{
+		for (i = 0; i < WC_NCOLS; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (att->attisdropped || att->attgenerated != '\0' ||
+				att->atttypid != channel_columns[i].type ||
+				strcmp(NameStr(att->attname), channel_columns[i].name) != 0)
+			{
+				*why = psprintf("column %d of table %s is not %s %s", i + 1,
+								name, channel_columns[i].name,
+								format_type_be(channel_columns[i].type));
+				break;
+			}
+		}
+	}
+	return *why == NULL;
+}
+
+/*
+ * Is the open, locked index the table's primary key on chunk, a plain
+ * B-tree with the built-in integer operators?
+ */
+static bool
+index_is_ours(Relation rel, Relation index, char **why)
+{
+	Form_pg_index form = index->rd_index;
+
+	if (!form->indisprimary || !form->indisunique || !form->indisvalid ||
+		!form->indisready || !form->indislive || !form->indimmediate ||
+		form->indnatts != 1 || form->indnkeyatts != 1 ||
+		form->indkey.values[0] != WC_COL_CHUNK + 1 ||
+		index->rd_rel->relam != BTREE_AM_OID ||
+		index->rd_opfamily[0] != INTEGER_BTREE_FAM_OID ||
+		index->rd_opcintype[0] != INT4OID ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+		*why = psprintf("index %s of table %s is not its primary key on chunk",
+						quote_identifier(RelationGetRelationName(index)),
+						quote_identifier(RelationGetRelationName(rel)));
+	return *why == NULL;
+}
+
+/*
+ * Find the channel's table by catalog access alone, lock it and what
+ * reading or writing it touches in mode without waiting, and check that it
+ * is what the extension made.  On WC_TABLE_OK, *ct holds it open.
+ */
+static TableStatus
+open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
+{
+	Oid			ext;
+	Oid			relid;
+	Oid			indexid;
+	List	   *indexes;
+
+	*why = NULL;
+	ct->rel = ct->index = NULL;
+	ext = get_extension_oid("pg_warmcache", true);
+	if (!OidIsValid(ext))
+		return WC_TABLE_NONE;
+	relid = member_table(ext, why);
+	if (*why != NULL)
+		return WC_TABLE_REFUSED;
+	if (!OidIsValid(relid))
+		return WC_TABLE_NONE;
+
+	if (!lock_now(relid, mode, why))
+		return WC_TABLE_LOCKED;
+	/* Locked, it cannot change any more; it may have gone meanwhile. */
+	ct->rel = try_relation_open(relid, NoLock);
+	if (ct->rel == NULL)
+		return WC_TABLE_NONE;
+	if (!table_is_ours(ct->rel, why))
+		return WC_TABLE_REFUSED;
+
+	/* The primary key is its only index: no other is to be maintained. */
+	indexes = RelationGetIndexList(ct->rel);
+	if (list_length(indexes) != 1)
+	{
+		*why = psprintf("table %s has %d indexes, not its primary key alone",
+						quote_identifier(RelationGetRelationName(ct->rel)),
+						list_length(indexes));
+		return WC_TABLE_REFUSED;
+	}
+	indexid = linitial_oid(indexes);
+	if (!lock_now(indexid, mode, why))
+		return WC_TABLE_LOCKED;
+	ct->index = index_open(indexid, NoLock);
+	if (!index_is_ours(ct->rel, ct->index, why))
+		return WC_TABLE_REFUSED;
+	if (!lock_toast_now(ct->rel, mode, why))
+		return WC_TABLE_LOCKED;
+	return WC_TABLE_OK;
+}
+
+static void
+close_channel_table(ChannelTable *ct)
+{
+	/* The locks are held to the end of the transaction. */
+	if (ct->index != NULL)
+		index_close(ct->index, NoLock);
+	if (ct->rel != NULL)
+		table_close(ct->rel, NoLock);
+}
+
+/*
+ * The size of a dump file whose header is hdr, if this server accepts it;
+ * otherwise 0 with *problem.  The header's counts bound everything that is
+ * read or written afterwards, so they are checked first: a file may name
+ * at most wc_saved_blocks_limit() blocks, in as many runs at most.
+ */
+static uint64
+announced_size(const WarmFileHeader *hdr, char **problem)
+{
+	uint64		limit = wc_saved_blocks_limit();
+
+	if (hdr->magic != WC_DUMP_MAGIC)
+	{
+		*problem = psprintf("not a pg_warmcache dump file (bad magic number %08X)",
+							hdr->magic);
+		return 0;
+	}
+	if (hdr->nruns > limit || hdr->nblocks > limit)
+	{
+		char		size[64];
+
+		if (hdr->nruns <= (PG_UINT64_MAX - sizeof(WarmFileHeader)) / sizeof(WarmRun))
+			snprintf(size, sizeof(size), "%llu bytes",
+					 (unsigned long long) (sizeof(WarmFileHeader) +
+										   hdr->nruns * sizeof(WarmRun)));
+		else
+			strlcpy(size, "over 2^64 bytes", sizeof(size));
+		*problem = psprintf("its header announces %llu blocks in %llu runs, a file of %s; this server accepts at most %llu blocks, a file of %llu bytes",
+							(unsigned long long) hdr->nblocks,
+							(unsigned long long) hdr->nruns, size,
+							(unsigned long long) limit,
+							(unsigned long long) (sizeof(WarmFileHeader) +
+												  limit * sizeof(WarmRun)));
+		return 0;
+	}
+	return sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun);
 }
 
 /*
  * Replace the table's rows with the dump file, in the caller's
- * transaction.
+ * transaction: delete every row, then insert the file's chunks into the
+ * heap (which moves them out of line into the TOAST table) and into the
+ * primary key, as a catalog insert does.
  */
 static void
-publish_file(const char *table)
+publish_file(ChannelTable *ct)
 {
-	FILE	   *fp;
+	int			fd;
+	struct stat st;
 	WarmFileHeader hdr;
-	SPIPlanPtr	plan;
-	Oid			argtypes[3] = {INT4OID, TIMESTAMPTZOID, BYTEAOID};
+	uint64		size = 0;
+	char	   *problem = NULL;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	IndexInfo  *info;
 	bytea	   *chunk;
 	int32		n = 0;
-	size_t		len;
 	uint64		bytes = 0;
 
-	fp = AllocateFile(WC_DUMP_FILE, PG_BINARY_R);
-	if (fp == NULL)
+	fd = OpenTransientFile(WC_DUMP_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
 	{
 		if (errno == ENOENT)
 			return;
@@ -307,38 +792,76 @@ publish_file(const char *table)
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
 	}
-	if (fread(&hdr, sizeof(hdr), 1, fp) != 1 || hdr.magic != WC_DUMP_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("dump file \"%s\" is not usable", WC_DUMP_FILE)));
-	rewind(fp);
-
-	if (SPI_execute(psprintf("DELETE FROM %s", table), false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not empty %s", table);
-	plan = SPI_prepare(psprintf("INSERT INTO %s (chunk, dumped_at, data) VALUES ($1, $2, $3)",
-								table), 3, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "could not prepare the insert into %s", table);
-
-	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES);
-	while ((len = fread(VARDATA(chunk), 1, WC_CHUNK_BYTES, fp)) > 0)
-	{
-		Datum		values[3];
-
-		CHECK_FOR_INTERRUPTS();
-		SET_VARSIZE(chunk, VARHDRSZ + len);
-		values[0] = Int32GetDatum(n++);
-		values[1] = TimestampTzGetDatum(hdr.dumped_at);
-		values[2] = PointerGetDatum(chunk);
-		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert into %s", table);
-		bytes += len;
-	}
-	if (ferror(fp))
+	if (fstat(fd, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not read file \"%s\": %m", WC_DUMP_FILE)));
-	FreeFile(fp);
+				 errmsg("could not stat file \"%s\": %m", WC_DUMP_FILE)));
+	if (read(fd, &hdr, sizeof(hdr)) != sizeof(hdr))
+		problem = psprintf("file is truncated: %lld bytes, shorter than its header",
+						   (long long) st.st_size);
+	else if ((size = announced_size(&hdr, &problem)) != 0 &&
+			 (uint64) st.st_size != size)
+		problem = psprintf("it has %lld bytes, its header announces %llu",
+						   (long long) st.st_size, (unsigned long long) size);
+	if (problem != NULL)
+	{
+		/* A dump this server wrote never gets here. */
+		ereport(LOG,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("pg_warmcache: dump file \"%s\" is not published: %s",
+						WC_DUMP_FILE, problem),
+				 errdetail("Standbys keep following the last publication.")));
+		CloseTransientFile(fd);
+		return;
+	}
+
+	scan = systable_beginscan(ct->rel, InvalidOid, false, GetActiveSnapshot(),
+							  0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		CHECK_FOR_INTERRUPTS();
+		simple_heap_delete(ct->rel, &tuple->t_self);
+	}
+	systable_endscan(scan);
+
+	info = BuildIndexInfo(ct->index);
+	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES);
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in file \"%s\": %m", WC_DUMP_FILE)));
+	while (bytes < size)
+	{
+		size_t		want = Min(size - bytes, WC_CHUNK_BYTES);
+		ssize_t		len;
+		Datum		values[WC_NCOLS];
+		bool		nulls[WC_NCOLS] = {false, false, false};
+
+		CHECK_FOR_INTERRUPTS();
+		len = read(fd, VARDATA(chunk), want);
+		if (len < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", WC_DUMP_FILE)));
+		if (len != want)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not read file \"%s\": read %zd of %zu bytes",
+							WC_DUMP_FILE, len, want)));
+		SET_VARSIZE(chunk, VARHDRSZ + len);
+		values[WC_COL_CHUNK] = Int32GetDatum(n);
+		values[WC_COL_DUMPED] = TimestampTzGetDatum(hdr.dumped_at);
+		values[WC_COL_DATA] = PointerGetDatum(chunk);
+		tuple = heap_form_tuple(RelationGetDescr(ct->rel), values, nulls);
+		simple_heap_insert(ct->rel, tuple);
+		(void) index_insert(ct->index, &values[WC_COL_CHUNK], &nulls[WC_COL_CHUNK],
+							&tuple->t_self, ct->rel, UNIQUE_CHECK_YES, false,
+							info);
+		heap_freetuple(tuple);
+		bytes += len;
+		n++;
+	}
+	CloseTransientFile(fd);
 	pfree(chunk);
 	elog(DEBUG1, "pg_warmcache: published %llu bytes of the dump file in %d rows",
 		 (unsigned long long) bytes, n);
@@ -352,47 +875,123 @@ remove_followed_tmp(int code, Datum arg)
 }
 
 /*
- * Write the table's chunks, in order, to the scratch file; false (with
- * *problem) if they do not follow one another.  One row at a time, so
- * memory stays at one chunk whatever the file's size.
+ * The fields of a row of the table; false if one is null, which no
+ * publication writes.
  */
 static bool
-write_chunks(const char *table, char **problem)
+row_fields(HeapTuple tuple, TupleDesc desc, int32 *chunk,
+		   TimestampTz *dumped_at, Datum *data)
 {
-	Portal		portal;
-	int			fd;
+	Datum		values[WC_NCOLS];
+	bool		nulls[WC_NCOLS];
+
+	heap_deform_tuple(tuple, desc, values, nulls);
+	if (nulls[WC_COL_CHUNK] || nulls[WC_COL_DUMPED] || nulls[WC_COL_DATA])
+		return false;
+	*chunk = DatumGetInt32(values[WC_COL_CHUNK]);
+	*dumped_at = DatumGetTimestampTz(values[WC_COL_DUMPED]);
+	*data = values[WC_COL_DATA];
+	return true;
+}
+
+/*
+ * Write the chunks the scan returns, from the first, to the scratch file;
+ * false (with *problem) if they do not follow one another, come from
+ * another dump, or do not add up to exactly the size the header in the
+ * first announces, or if that is more than this server accepts.  A chunk's
+ * size is known before it is read, so reading stops before the total
+ * passes the announced size; one chunk is in memory at a time.
+ */
+static bool
+write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
+			 char **problem)
+{
+	HeapTuple	tuple = first;
+	TimestampTz first_dumped_at = 0;
 	int32		expect = 0;
+	uint64		size = 0;
+	uint64		bytes = 0;
+	int			fd;
 
 	fd = OpenTransientFile(WC_FOLLOWED_TMP_FILE, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", WC_FOLLOWED_TMP_FILE)));
-	portal = SPI_cursor_open_with_args(NULL,
-									   psprintf("SELECT chunk, data FROM %s ORDER BY chunk", table),
-									   0, NULL, NULL, NULL, true, 0);
-	for (;;)
+	for (; HeapTupleIsValid(tuple);
+		 tuple = systable_getnext_ordered(scan, ForwardScanDirection))
 	{
-		bool		isnull;
 		int32		n;
+		TimestampTz dumped_at;
+		Datum		datum;
+		uint64		len;
 		bytea	   *data;
 
 		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		if (n != expect++)
+		if (!row_fields(tuple, desc, &n, &dumped_at, &datum))
 		{
-			*problem = psprintf("chunk %d is missing", expect - 1);
+			*problem = psprintf("a row after chunk %d has a null field", expect - 1);
 			break;
 		}
-		data = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 2, &isnull));
+		if (n != expect)
+		{
+			*problem = psprintf("chunk %d is missing", expect);
+			break;
+		}
+		if (n == 0)
+			first_dumped_at = dumped_at;
+		else if (dumped_at != first_dumped_at)
+		{
+			*problem = psprintf("chunk %d is from another dump than chunk 0", n);
+			break;
+		}
+		expect++;
+
+		/* The size once decompressed and brought in line, without reading it. */
+		len = toast_raw_datum_size(datum) - VARHDRSZ;
+		if (n == 0 && len < sizeof(WarmFileHeader))
+		{
+			*problem = psprintf("chunk 0 holds %llu bytes, less than a dump file's header",
+								(unsigned long long) len);
+			break;
+		}
+		if (n > 0 && bytes + len > size)
+		{
+			*problem = psprintf("the rows hold more than the %llu bytes the header announces",
+								(unsigned long long) size);
+			break;
+		}
+		if (len > WC_CHUNK_BYTES)
+		{
+			*problem = psprintf("chunk %d holds %llu bytes, more than %d", n,
+								(unsigned long long) len, WC_CHUNK_BYTES);
+			break;
+		}
+
+		data = DatumGetByteaPP(datum);
+		if (n == 0)
+		{
+			WarmFileHeader hdr;
+
+			memcpy(&hdr, VARDATA_ANY(data), sizeof(hdr));
+			size = announced_size(&hdr, problem);
+			if (size == 0)
+				break;
+			if (hdr.dumped_at != dumped_at)
+			{
+				*problem = psprintf("the rows' dump time is not the file's");
+				break;
+			}
+			if (len > size)
+			{
+				*problem = psprintf("the rows hold more than the %llu bytes the header announces",
+									(unsigned long long) size);
+				break;
+			}
+		}
+
 		errno = 0;
-		if (write(fd, VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data)) !=
-			VARSIZE_ANY_EXHDR(data))
+		if (write(fd, VARDATA_ANY(data), len) != len)
 		{
 			if (errno == 0)
 				errno = ENOSPC;
@@ -400,9 +999,13 @@ write_chunks(const char *table, char **problem)
 					(errcode_for_file_access(),
 					 errmsg("could not write file \"%s\": %m", WC_FOLLOWED_TMP_FILE)));
 		}
-		SPI_freetuptable(SPI_tuptable);
+		bytes += len;
+		if ((Pointer) data != DatumGetPointer(datum))
+			pfree(data);
 	}
-	SPI_cursor_close(portal);
+	if (*problem == NULL && bytes != size)
+		*problem = psprintf("the rows hold %llu bytes, the header announces %llu",
+							(unsigned long long) bytes, (unsigned long long) size);
 	if (pg_fsync(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -413,38 +1016,57 @@ write_chunks(const char *table, char **problem)
 
 /*
  * Read the table into WC_FOLLOWED_FILE if it holds a dump not followed
- * yet, in the caller's transaction.
+ * yet, in the caller's transaction.  The chunks are read in order through
+ * the primary key; chunk 0's dump time says which dump the table holds.
  */
 static void
-fetch_file(const char *table)
+fetch_file(ChannelTable *ct, ChannelNotes *notes)
 {
+	SysScanDesc scan;
+	HeapTuple	first;
+	int32		n;
 	TimestampTz dumped_at;
-	bool		isnull;
+	Datum		data;
 	WarmFileHeader hdr;
 	char	   *problem = NULL;
 	bool		usable;
 
-	if (table == NULL)
+	scan = systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
+									  0, NULL);
+	first = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (!HeapTupleIsValid(first))
 	{
-		set_follow_state(WC_FOLLOW_NO_TABLE, NULL);
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_NOTHING_PUBLISHED, NULL, false);
 		return;
 	}
-	if (SPI_execute(psprintf("SELECT max(dumped_at) FROM %s", table), true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read %s", table);
-	dumped_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull));
-	if (isnull)
+	if (!row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data))
 	{
-		set_follow_state(WC_FOLLOW_NOTHING_PUBLISHED, NULL);
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_UNUSABLE, "its first row has a null field",
+						 false);
 		return;
 	}
-	if (dumped_at == wc_shared->followed_dumped_at &&
+	if (n == 0 && dumped_at == wc_shared->followed_dumped_at &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
-		return;					/* followed already */
+	{
+		/* Followed already: say so again if the last look could not tell. */
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
+		return;
+	}
+	if (notes != NULL && dumped_at == notes->refused_dumped_at)
+	{
+		/* Found unusable and said so already: not read again. */
+		systable_endscan_ordered(scan);
+		set_follow_state(WC_FOLLOW_UNUSABLE,
+						 "it is the publication found unusable before", false);
+		return;
+	}
 
 	PG_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
 	{
-		usable = write_chunks(table, &problem) &&
+		usable = write_chunks(scan, RelationGetDescr(ct->rel), first, &problem) &&
 			wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, &problem) == WC_FILE_OK;
 		if (usable)
 			(void) durable_rename(WC_FOLLOWED_TMP_FILE, WC_FOLLOWED_FILE, ERROR);
@@ -452,10 +1074,14 @@ fetch_file(const char *table)
 			remove_followed_tmp(0, (Datum) 0);
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
+	systable_endscan_ordered(scan);
 
 	if (!usable)
 	{
-		set_follow_state(WC_FOLLOW_UNUSABLE, problem);
+		/* Each publication found unusable is said once. */
+		if (notes != NULL)
+			notes->refused_dumped_at = dumped_at;
+		set_follow_state(WC_FOLLOW_UNUSABLE, problem, notes != NULL);
 		return;
 	}
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -463,7 +1089,53 @@ fetch_file(const char *table)
 	wc_shared->followed_blocks = (int64) hdr.nblocks;
 	wc_shared->followed_fresh = true;
 	LWLockRelease(wc_shared->lock);
-	set_follow_state(WC_FOLLOW_FOLLOWING, NULL);
+	set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
+}
+
+/* The publish worker: on a lock, the dump waits for the next look. */
+static void
+publish_job(TableStatus status, ChannelTable *ct, const char *why,
+			ChannelNotes *notes)
+{
+	switch (status)
+	{
+		case WC_TABLE_NONE:
+			break;
+		case WC_TABLE_LOCKED:
+			LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+			wc_shared->publish_pending = true;
+			LWLockRelease(wc_shared->lock);
+			note_publish_outcome(notes, WC_PUBLISH_LOCKED, why);
+			break;
+		case WC_TABLE_REFUSED:
+			note_publish_outcome(notes, WC_PUBLISH_REFUSED, why);
+			break;
+		case WC_TABLE_OK:
+			publish_file(ct);
+			note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
+			break;
+	}
+}
+
+static void
+fetch_job(TableStatus status, ChannelTable *ct, const char *why,
+		  ChannelNotes *notes)
+{
+	switch (status)
+	{
+		case WC_TABLE_NONE:
+			set_follow_state(WC_FOLLOW_NO_TABLE, NULL, false);
+			break;
+		case WC_TABLE_LOCKED:
+			set_follow_state(WC_FOLLOW_LOCKED, why, false);
+			break;
+		case WC_TABLE_REFUSED:
+			set_follow_state(WC_FOLLOW_REFUSED, why, false);
+			break;
+		case WC_TABLE_OK:
+			fetch_file(ct, notes);
+			break;
+	}
 }
 
 /*
@@ -474,33 +1146,54 @@ void
 pg_warmcache_channel_main(Datum arg)
 {
 	ChannelJob	job = (ChannelJob) DatumGetInt32(arg);
-	char	   *table;
+	dsm_handle	handle;
+	dsm_segment *seg = NULL;
+	ChannelNotes *notes = NULL;
+	ChannelTable ct;
+	TableStatus status;
+	char	   *why;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * A bound for the locks not taken conditionally, those of the
+	 * connection's and catalog lookups; above what a database's or role's
+	 * settings may say.
+	 */
+	SetConfigOption("lock_timeout", WC_CHANNEL_LOCK_TIMEOUT, PGC_SUSET,
+					PGC_S_OVERRIDE);
+
+	memcpy(&handle, MyBgworkerEntry->bgw_extra, sizeof(handle));
+	if (handle != DSM_HANDLE_INVALID)
+	{
+		seg = dsm_attach(handle);
+		if (seg != NULL)
+			notes = (ChannelNotes *) dsm_segment_address(seg);
+	}
+
 	BackgroundWorkerInitializeConnection(WC_CHANNEL_DATABASE, NULL, 0);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, job == WC_CHANNEL_PUBLISH ?
 						   "publishing the hot set" :
 						   "reading the primary's hot set");
 
-	table = channel_table();
+	/* The rows are read with a snapshot taken once the table is locked. */
+	status = open_channel_table(job == WC_CHANNEL_PUBLISH ?
+								RowExclusiveLock : AccessShareLock, &ct, &why);
+	PushActiveSnapshot(GetTransactionSnapshot());
 	if (job == WC_CHANNEL_PUBLISH)
-	{
-		if (table != NULL)
-			publish_file(table);
-	}
+		publish_job(status, &ct, why, notes);
 	else
-		fetch_file(table);
+		fetch_job(status, &ct, why, notes);
+	close_channel_table(&ct);
 
-	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
+	if (seg != NULL)
+		dsm_detach(seg);
 	proc_exit(0);
 }

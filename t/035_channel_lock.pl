@@ -1,0 +1,182 @@
+# Copyright (c) 2026, pg_warmcache developers
+#
+# A lock on warmcache_published stalls nobody: a session on the primary
+# holds ACCESS EXCLUSIVE on it in an open transaction, which the standby's
+# startup process replays and holds too.  The standby's follow worker gives
+# up each look at once and says so once, its dumps go on, and no
+# pg_warmcache process waits for a lock; after the lock is released it
+# follows again.  On the primary, publication skips and retries the same
+# way.  The oracles are pg_locks and pg_stat_activity, the server log, and
+# the rows of the table and the followed file.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes;
+use WarmCache;
+
+# A wait for a lock longer than this, seen in pg_locks, is a stall.
+my $max_wait = '3 s';
+
+my $primary = start_node('primary',
+	"shared_buffers = 16MB\nlog_min_messages = debug1\n",
+	allows_streaming => 1);
+create_extensions($primary);
+$primary->safe_psql('postgres',
+	"CREATE TABLE t AS SELECT g AS id, repeat('x', 500) AS pad FROM generate_series(1, 3000) g"
+);
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+$standby->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'pg_warmcache'\n"
+	  . "pg_warmcache.follow_primary = os\n"
+	  . "pg_warmcache.dump_interval = 1\n"
+	  . "pg_warmcache.dump_os_cache = off\n"
+	  . "log_min_messages = debug1\n");
+$standby->start;
+
+my $first = publish($primary);
+wait_for_followed($standby, $first);
+is(status($standby, 'follow_state'), 'following', 'the standby follows');
+
+# The standby: replay holds the lock.
+my $offset = -s $standby->logfile;
+my $holder = $primary->background_psql('postgres');
+$holder->query_safe(
+	'BEGIN; LOCK TABLE public.warmcache_published IN ACCESS EXCLUSIVE MODE');
+# A commit flushes the WAL that logs the lock.
+$primary->safe_psql('postgres', 'CREATE TABLE flush_wal ()');
+$standby->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_locks
+ WHERE relation = 'public.warmcache_published'::regclass
+   AND mode = 'AccessExclusiveLock' AND granted})
+  or die 'timed out waiting for the standby to replay the lock';
+my $locked_re =
+  qr/LOG:  pg_warmcache: cannot read the primary's published hot set now: relation warmcache_published is locked/;
+# (Without the line, the looks are counted from the lock's replay.)
+my $said_at = eval { $standby->wait_for_log($locked_re, $offset) } // $offset;
+my ($waited, $looks, $dumps, $stale) = watch($standby, $said_at, 'follow', 2);
+is($waited, 0, "standby: no pg_warmcache process waited for a lock over $max_wait");
+cmp_ok($looks, '>=', 2, 'standby: the follow worker looked at the table twice more');
+cmp_ok($dumps, '>=', 2, 'standby: dumps went on meanwhile');
+cmp_ok($stale, '<', 5, 'standby: and still go on at the end');
+my @said = (slurp_file($standby->logfile, $offset) =~ /$locked_re/g);
+is(scalar @said, 1, 'standby: the lock is said once');
+is(status($standby, 'follow_state'), 'published table locked',
+	'standby: the status says the table is locked');
+
+# Released, the standby follows again at its next look, and follows the
+# next publication.
+$holder->query_safe('COMMIT');
+ok( $standby->poll_query_until(
+		'postgres', "SELECT follow_state = 'following' FROM warmcache_status()"),
+	'standby: following again after the lock is released');
+my $second = publish($primary);
+wait_for_followed($standby, $second);
+is(header(slurp_bin($standby->data_dir . '/pg_warmcache.followed'))->{dumped_at},
+	header(slurp_bin($primary->data_dir . '/pg_warmcache.blocks'))->{dumped_at},
+	'standby: the followed file is the primary\'s new dump');
+
+# The primary: a session holds the lock while dumps are published.
+$primary->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
+$primary->reload;
+$offset = -s $primary->logfile;
+$holder->query_safe(
+	'BEGIN; LOCK TABLE public.warmcache_published IN ACCESS EXCLUSIVE MODE');
+($waited, $looks, $dumps, $stale) = watch($primary, $offset, 'publish', 3);
+is($waited, 0, "primary: no pg_warmcache process waited for a lock over $max_wait");
+cmp_ok($looks, '>=', 3, 'primary: publication was tried three times');
+cmp_ok($dumps, '>=', 3, 'primary: dumps went on meanwhile');
+cmp_ok($stale, '<', 5, 'primary: and still go on at the end');
+@said = (slurp_file($primary->logfile, $offset) =~
+	  /LOG:  pg_warmcache: cannot publish the hot set now: relation warmcache_published is locked/g
+);
+is(scalar @said, 1, 'primary: the lock is said once');
+like(slurp_file($primary->logfile, $offset),
+	qr/publication skipped again/, 'primary: the retries are at DEBUG1');
+
+my $released = $holder->query_safe('COMMIT; SELECT now()');
+$holder->quit;
+$primary->poll_query_until('postgres',
+	"SELECT max(dumped_at) > '$released' FROM public.warmcache_published")
+  or die 'timed out waiting for the primary to publish again';
+pass('primary: publication resumes after the lock is released');
+like(slurp_file($primary->logfile, $offset),
+	qr/LOG:  pg_warmcache: publishing the hot set again/,
+	'primary: it says so');
+
+$standby->stop;
+$primary->stop;
+done_testing();
+
+# While the lock is held on $node, for up to 60 s and until its $job
+# channel worker ran $n times and $n dumps ended after log offset $offset:
+# sample pg_locks for a pg_warmcache process waiting for a lock for more
+# than $max_wait.  Returns how many samples saw one, how many channel
+# workers ran, how many dumps ended, and the age of the last one at the
+# end, in seconds.
+sub watch
+{
+	my ($node, $offset, $job, $n) = @_;
+	my $start = $node->safe_psql('postgres',
+		'SELECT coalesce(last_dump_at, now()) FROM warmcache_status()');
+	my ($waited, $looks, $dumps) = (0, 0, 0);
+	my $t0 = Time::HiRes::time();
+	while (Time::HiRes::time() - $t0 < 60)
+	{
+		$waited += $node->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE NOT l.granted AND a.backend_type LIKE 'pg_warmcache%'
+   AND l.waitstart < now() - interval '$max_wait'});
+		my @runs = (slurp_file($node->logfile, $offset) =~
+			  /unregistering background worker "pg_warmcache $job"/g);
+		$looks = scalar @runs;
+		$dumps += $node->safe_psql('postgres',
+			"SELECT last_dump_at > '$start' FROM warmcache_status()") eq 't'
+		  ? 1
+		  : 0;
+		$start = $node->safe_psql('postgres',
+			'SELECT coalesce(last_dump_at, now()) FROM warmcache_status()');
+		last if $looks >= $n && $dumps >= $n;
+		Time::HiRes::usleep(500_000);
+	}
+	my $stale = $node->safe_psql('postgres',
+		'SELECT extract(epoch FROM now() - last_dump_at) FROM warmcache_status()');
+	return ($waited, $looks, $dumps, $stale);
+}
+
+# A dump on $node, published; returns its dump time.
+sub publish
+{
+	my ($node) = @_;
+	my $before = $node->safe_psql('postgres',
+		"SELECT coalesce(max(dumped_at), '-infinity') FROM public.warmcache_published"
+	);
+	$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+	$node->poll_query_until('postgres',
+		"SELECT max(dumped_at) > '$before' FROM public.warmcache_published")
+	  or die 'timed out waiting for the publication';
+	return $node->safe_psql('postgres',
+		'SELECT max(dumped_at) FROM public.warmcache_published');
+}
+
+# Wait until $node followed the dump of $dumped_at and a pass over it ended.
+sub wait_for_followed
+{
+	my ($node, $dumped_at) = @_;
+	$primary->wait_for_catchup($node);
+	$node->poll_query_until('postgres',
+		"SELECT followed_dump_at = '$dumped_at' AND restore_source = 'follow'"
+		  . " AND restore_finished_at >= restore_started_at AND state = 'idle'"
+		  . ' FROM warmcache_status()')
+	  or die 'timed out waiting for ' . $node->name . ' to follow';
+	return;
+}
