@@ -21,6 +21,27 @@
 #define WC_CHANNEL_DATABASE		"postgres"
 #define WC_CHANNEL_TABLE		"warmcache_published"
 
+/* What a publication found. */
+typedef enum PublishOutcome
+{
+	WC_PUBLISH_DONE,
+	WC_PUBLISH_LOCKED,
+	WC_PUBLISH_REFUSED
+} PublishOutcome;
+
+/*
+ * What the channel workers remember from one start to the next, in the
+ * module's shared memory (WarmShared): so that a table that stays locked
+ * or unusable is logged once, not at every try, and a publication found
+ * unusable is not read again.
+ */
+typedef struct ChannelNotes
+{
+	PublishOutcome last_publish;	/* what the last publication found */
+	int64		refused_dumped_at;	/* TimestampTz: the dump time of the last
+									 * publication found unusable, or 0 */
+} ChannelNotes;
+
 /* What a standby keeps of the primary's hot set: pg_warmcache.follow_primary */
 typedef enum FollowMode
 {

@@ -109,6 +109,8 @@ typedef struct WarmShared
 	WarmAdviceShare restore_advice;
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
+
+	ChannelNotes channel_notes; /* the channel workers' memory (channel.c) */
 } WarmShared;
 
 extern WarmShared *wc_shared;

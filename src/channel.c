@@ -73,7 +73,6 @@
 #include "postmaster/bgworker.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
-#include "storage/dsm.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
@@ -109,30 +108,6 @@ typedef enum ChannelJob
 	WC_CHANNEL_PUBLISH,
 	WC_CHANNEL_FETCH
 } ChannelJob;
-
-/* What a publication found. */
-typedef enum PublishOutcome
-{
-	WC_PUBLISH_DONE,
-	WC_PUBLISH_LOCKED,
-	WC_PUBLISH_REFUSED
-} PublishOutcome;
-
-/*
- * What the channel workers remember from one start to the next, kept by
- * the autowarm worker in a small segment the workers it starts write to:
- * so that a table that stays locked or unusable is logged once, not at
- * every try, and a publication found unusable is not read again.
- */
-typedef struct ChannelNotes
-{
-	PublishOutcome last_publish;	/* what the last publication found */
-	TimestampTz refused_dumped_at;	/* the dump time of the last
-									 * publication found unusable, or 0 */
-} ChannelNotes;
-
-/* In the autowarm worker: the segment of the notes, made at first use. */
-static dsm_segment *notes_segment = NULL;
 
 /* What looking for the table found. */
 typedef enum TableStatus
@@ -262,27 +237,14 @@ set_follow_state(FollowState state, const char *problem, bool again)
 }
 
 /*
- * The channel's notes, made by the autowarm worker at first use; NULL if
- * no segment could be made (then a publication's every outcome is logged,
- * and a standby logs changes of its state only).
+ * The channel's notes, in the module's shared memory.  One channel worker
+ * runs at a time, and the autowarm worker that starts it waits for its
+ * end, so the notes need no lock.
  */
 static ChannelNotes *
 channel_notes(void)
 {
-	if (notes_segment == NULL)
-	{
-		ChannelNotes *notes;
-
-		notes_segment = dsm_create(sizeof(ChannelNotes),
-								   DSM_CREATE_NULL_IF_MAXSEGMENTS);
-		if (notes_segment == NULL)
-			return NULL;
-		dsm_pin_mapping(notes_segment);
-		notes = (ChannelNotes *) dsm_segment_address(notes_segment);
-		notes->last_publish = WC_PUBLISH_DONE;
-		notes->refused_dumped_at = 0;
-	}
-	return (ChannelNotes *) dsm_segment_address(notes_segment);
+	return &wc_shared->channel_notes;
 }
 
 /*
@@ -339,19 +301,12 @@ run_channel_worker(ChannelJob job)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
-	dsm_handle	notes = DSM_HANDLE_INVALID;
-
-	if (channel_notes() != NULL)
-		notes = dsm_segment_handle(notes_segment);
 
 	wc_init_dynamic_worker(&worker, "pg_warmcache_channel_main",
 						   "pg_warmcache channel");
 	strcpy(worker.bgw_name, job == WC_CHANNEL_PUBLISH ?
 		   "pg_warmcache publish" : "pg_warmcache follow");
 	worker.bgw_main_arg = Int32GetDatum((int32) job);
-	StaticAssertStmt(sizeof(dsm_handle) <= BGW_EXTRALEN,
-					 "a segment handle fits in bgw_extra");
-	memcpy(worker.bgw_extra, &notes, sizeof(notes));
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return false;
@@ -1146,9 +1101,7 @@ void
 pg_warmcache_channel_main(Datum arg)
 {
 	ChannelJob	job = (ChannelJob) DatumGetInt32(arg);
-	dsm_handle	handle;
-	dsm_segment *seg = NULL;
-	ChannelNotes *notes = NULL;
+	ChannelNotes *notes = channel_notes();
 	ChannelTable ct;
 	TableStatus status;
 	char	   *why;
@@ -1163,14 +1116,6 @@ pg_warmcache_channel_main(Datum arg)
 	 */
 	SetConfigOption("lock_timeout", WC_CHANNEL_LOCK_TIMEOUT, PGC_SUSET,
 					PGC_S_OVERRIDE);
-
-	memcpy(&handle, MyBgworkerEntry->bgw_extra, sizeof(handle));
-	if (handle != DSM_HANDLE_INVALID)
-	{
-		seg = dsm_attach(handle);
-		if (seg != NULL)
-			notes = (ChannelNotes *) dsm_segment_address(seg);
-	}
 
 	BackgroundWorkerInitializeConnection(WC_CHANNEL_DATABASE, NULL, 0);
 
@@ -1193,7 +1138,5 @@ pg_warmcache_channel_main(Datum arg)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	if (seg != NULL)
-		dsm_detach(seg);
 	proc_exit(0);
 }
