@@ -109,6 +109,16 @@ typedef struct WarmShared
 	WarmAdviceShare restore_advice;
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
+
+	/*
+	 * On a standby that follows: the fraction of the followed set that the
+	 * last finished pass found cached or read (readiness.c), under the lock.
+	 */
+	bool		followed_pass_done;
+	double		followed_fraction;
+	TimestampTz restore_begun_at;	/* when the restoring state began: a
+									 * restore_started_at before it is the
+									 * last restore's */
 } WarmShared;
 
 extern WarmShared *wc_shared;
