@@ -28,3 +28,14 @@ REVOKE ALL ON FUNCTION warmcache_is_warm(float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION warmcache_wait_warm(float8, int4) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION warmcache_is_warm(float8) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION warmcache_wait_warm(float8, int4) TO pg_monitor;
+
+-- The saved set's size per tier, for monitoring: warmcache_blocks() has a
+-- row per block, too many to count at every scrape.
+CREATE OR REPLACE FUNCTION warmcache_saved_tiers(OUT tier text, OUT blocks int8,
+												 OUT bytes int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'warmcache_saved_tiers'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION warmcache_saved_tiers() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION warmcache_saved_tiers() TO pg_monitor;

@@ -1,5 +1,6 @@
 --
--- Readiness: warmcache_is_warm() and warmcache_wait_warm().  The test
+-- Readiness: warmcache_is_warm() and warmcache_wait_warm(); and for
+-- monitoring, warmcache_saved_tiers().  The test
 -- instance has no standby and no restore running when this starts; the
 -- dump file is the one an earlier test left, or none.
 --
@@ -27,7 +28,14 @@ SELECT warmcache_is_warm(0) AS zero_held,
 CREATE TABLE wc_ready (id int, pad text) WITH (autovacuum_enabled = off);
 INSERT INTO wc_ready SELECT g, repeat('x', 300) FROM generate_series(1, 2000) g;
 SELECT warm('wc_ready') > 0 AS warmed;
-SELECT warmcache_dump_now() > 0 AS dumped;
+SELECT warmcache_dump_now() AS dumped \gset
+-- warmcache_saved_tiers(): the saved set per tier, as the dump wrote it
+-- (this instance dumps no OS tier), and as warmcache_blocks() lists it.
+SELECT tier, blocks = :dumped AS all_dumped, bytes = blocks * current_setting('block_size')::int8 AS bytes_ok
+FROM warmcache_saved_tiers() WHERE tier = 'buffer';
+SELECT t.tier, t.blocks = count(b.*) AS as_listed
+FROM warmcache_saved_tiers() t LEFT JOIN warmcache_blocks() b USING (tier)
+GROUP BY t.tier, t.blocks ORDER BY t.tier;
 SELECT warmcache_restore_now() > 0 AS restore_asked;
 SELECT warmcache_wait_warm(1.0, 120) AS fraction_after_wait;
 SELECT warmcache_is_warm() AS warm_default, warmcache_is_warm(1.0) AS warm_all;
@@ -55,8 +63,14 @@ RESET ROLE;
 SELECT p.oid::regprocedure AS function, p.prosecdef AS security_definer,
 	   pg_get_function_arguments(p.oid) AS arguments
 FROM pg_proc p
-WHERE p.proname IN ('warmcache_is_warm', 'warmcache_wait_warm')
+WHERE p.proname IN ('warmcache_is_warm', 'warmcache_wait_warm', 'warmcache_saved_tiers')
 ORDER BY 1::text;
+SET ROLE regress_wc_ready_user;
+SELECT * FROM warmcache_saved_tiers();
+RESET ROLE;
+SET ROLE regress_wc_ready_monitor;
+SELECT count(*) AS monitor_may_count FROM warmcache_saved_tiers();
+RESET ROLE;
 
 DROP TABLE wc_ready;
 DROP ROLE regress_wc_ready_user, regress_wc_ready_monitor;
