@@ -39,6 +39,9 @@ $SIG{$_} = sub { die "killed by SIG$_[0]\n" } for qw(INT TERM HUP);
 
 END
 {
+	# The test's exit status, which what is run here would replace.
+	local $?;
+
 	# Whatever happened: no exporter is left running.
 	for my $h (@harnesses)
 	{
