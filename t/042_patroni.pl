@@ -37,16 +37,19 @@ for my $bin ($python, $patroni, $patronictl, $etcd)
 plan skip_all => 'the Python module etcd is missing (python3-etcd)'
   if system("$python -c 'import etcd, psycopg2' 2>/dev/null") != 0;
 
-# Patroni 3.0.2 knows PostgreSQL up to 15: it manages 16 and later with
-# settings those no longer have (promote_trigger_file) and checks their
-# parameters against 15's list.
+# Patroni 3.0.2 (bookworm) predates PostgreSQL 16, but manages 18 here
+# as well as 15: its list of known server parameters stops at 15 (it drops newer
+# ones given in its configuration, with a warning; extension parameters
+# pass), and it still lists promote_trigger_file among the recovery
+# settings it compares, which 16 removed; neither matters to this test.
+# A major after 18 is left out until tried.
 my $bindir = `pg_config --bindir`;
 chomp $bindir;
 my ($major) = `$bindir/postgres --version` =~ /(\d+)(?:\.\d+)?/;
 my ($patroni_version) = `$python $patroni --version 2>&1` =~ /(\d+\.\d+\.\d+)/;
 plan skip_all =>
-  "Patroni $patroni_version does not support PostgreSQL $major (it knows 15 and older)"
-  if $major > 15 && $patroni_version eq '3.0.2';
+  "not tried with Patroni $patroni_version and PostgreSQL $major (15 and 18 were)"
+  if $major > 18;
 
 # Every wait is bounded; the whole test takes a few minutes at most.
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
