@@ -95,7 +95,7 @@ void
 wc_readiness_note_end(void)
 {
 	double		f;
-	uint64		done;
+	uint64		handled;
 	int64		total = wc_shared->restore_blocks_total;
 
 	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
@@ -103,12 +103,12 @@ wc_readiness_note_end(void)
 		wc_shared->restore_started_at < wc_shared->restore_begun_at)
 		return;					/* it ended before it began counting */
 	f = restore_fraction(total);
-	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
+	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]);
-	if ((int64) done < total && wc_shared->followed_pass_done)
+	if ((int64) handled < total && wc_shared->followed_pass_done)
 		f = Max(f, wc_shared->followed_fraction);
 	wc_shared->followed_fraction = f;
 	wc_shared->followed_pass_done = true;
