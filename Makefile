@@ -6,13 +6,13 @@ PGFILEDESC = "pg_warmcache - warm the buffer cache, hottest first"
 
 EXTENSION = pg_warmcache
 DATA = pg_warmcache--1.0.sql pg_warmcache--1.0--1.1.sql \
-	pg_warmcache--1.1--1.2.sql
+	pg_warmcache--1.1--1.2.sql pg_warmcache--1.2--1.3.sql
 
 PG_CPPFLAGS = -I$(srcdir)/include
 
 # The regression tests need the library preloaded; pg_regress honours
 # --temp-config only together with --temp-instance.
-REGRESS = warm warm_errors warm_privileges warm_table functions dump_merge upgrade
+REGRESS = warm warm_errors warm_privileges warm_table functions dump_merge readiness upgrade
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check \
 	--load-extension=pg_buffercache
 TAP_TESTS = 1

@@ -110,6 +110,16 @@ typedef struct WarmShared
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
 
+	/*
+	 * On a standby that follows: the fraction of the followed set that the
+	 * last finished pass found cached or read (readiness.c), under the lock.
+	 */
+	bool		followed_pass_done;
+	double		followed_fraction;
+	TimestampTz restore_begun_at;	/* when the restoring state began: a
+									 * restore_started_at before it is the
+									 * last restore's */
+
 	ChannelNotes channel_notes; /* the channel workers' memory (channel.c) */
 } WarmShared;
 

@@ -81,3 +81,21 @@ DROP ROLE regress_wc_reader;
 SELECT to_regclass('warmcache_published') IS NULL AS table_gone;
 CREATE EXTENSION pg_warmcache;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+-- 1.2 to 1.3: the readiness functions and warmcache_saved_tiers(), revoked
+-- from PUBLIC and granted to pg_monitor; nothing else changes.
+DROP EXTENSION pg_warmcache;
+CREATE EXTENSION pg_warmcache VERSION '1.2';
+SELECT count(*) AS new_functions FROM pg_proc
+ WHERE proname IN ('warmcache_is_warm', 'warmcache_wait_warm', 'warmcache_saved_tiers');
+ALTER EXTENSION pg_warmcache UPDATE TO '1.3';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+SELECT p.oid::regprocedure AS function,
+	   has_function_privilege('public', p.oid, 'EXECUTE') AS public_may,
+	   has_function_privilege('pg_monitor', p.oid, 'EXECUTE') AS monitor_may
+  FROM pg_proc p
+ WHERE proname IN ('warmcache_is_warm', 'warmcache_wait_warm', 'warmcache_saved_tiers')
+ ORDER BY 1::text;
+SELECT warmcache_is_warm(0) AS answers;
+-- Updating a current extension is a no-op.
+ALTER EXTENSION pg_warmcache UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';

@@ -42,6 +42,7 @@
 #include "dumpfile.h"
 #include "parallel_warm.h"
 #include "pg_warmcache.h"
+#include "readiness.h"
 
 WC_MODULE_MAGIC;
 
@@ -323,6 +324,8 @@ begin_operation(WarmState operation, bool wait, bool take_request)
 		{
 			wc_shared->state = operation;
 			wc_shared->owner_pid = MyProcPid;
+			if (operation == WC_STATE_RESTORING)
+				wc_shared->restore_begun_at = GetCurrentTimestamp();
 			if (take_request)
 				wc_shared->restore_requested = false;	/* taken on */
 			begun = true;
@@ -364,6 +367,8 @@ wc_end_operation(void)
 {
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	Assert(wc_shared->owner_pid == MyProcPid);
+	if (wc_shared->state == WC_STATE_RESTORING)
+		wc_readiness_note_end();
 	wc_shared->state = WC_STATE_IDLE;
 	wc_shared->owner_pid = 0;
 	LWLockRelease(wc_shared->lock);

@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * readiness.h
+ *		Whether this server holds what it is warming: one answer for
+ *		probes, load balancers and failover managers (readiness.c).
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/readiness.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_READINESS_H
+#define PG_WARMCACHE_READINESS_H
+
+#include "postgres.h"
+
+/* Called by wc_end_operation() at the end of a restore, under the lock. */
+extern void wc_readiness_note_end(void);
+
+#endif							/* PG_WARMCACHE_READINESS_H */

@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * readiness.c
+ *		Whether this server holds what it is warming: warmcache_is_warm()
+ *		and warmcache_wait_warm(), for readiness probes, load balancer
+ *		checks, failover managers' callbacks and scripts.
+ *
+ * The answer is one fraction, of the job the server has now, by the first
+ * of these that applies:
+ *
+ * 1. loading the followed set at promotion, or about to (promoted, with a
+ *    followed file the autowarm worker has not loaded yet);
+ * 2. restoring the saved file, or about to (asked for, or at start before
+ *    the worker took it on), if there is one;
+ * 3. on a standby with pg_warmcache.follow_primary on: the followed set;
+ * 4. the last restore of the saved file or load at promotion, as it ended;
+ * 5. nothing: 1.
+ *
+ * A restore's fraction is the blocks it restored or found cached, over the
+ * blocks of its file that can be restored: blocks skipped as gone (dropped,
+ * past the end) or excluded (template databases) are out of the count;
+ * blocks skipped as locked or unreadable stay in it, since the server does
+ * not hold them.  A standby's fraction of the followed set is that of the
+ * last finished pass; during a pass, the larger of it and the pass's own
+ * (a pass finds cached what the previous one left, so it starts where the
+ * previous one ended, but counts from zero).  Until a first pass ends, 0.
+ *
+ * Everything is read from shared memory, under the module's lock in
+ * shared mode for a moment, plus at most one stat() of a file: cheap
+ * enough to ask every second.  The waiting variant polls ten times a
+ * second on its latch, holding nothing in between.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/readiness.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "dumpfile.h"
+#include "pg_warmcache.h"
+#include "readiness.h"
+
+PG_FUNCTION_INFO_V1(warmcache_is_warm);
+PG_FUNCTION_INFO_V1(warmcache_wait_warm);
+
+/* How often warmcache_wait_warm() looks again. */
+#define WC_READY_POLL_MS	100
+
+typedef struct Readiness
+{
+	double		fraction;
+	bool		settled;		/* it will not change without a new job */
+} Readiness;
+
+/*
+ * The fraction of the current or last restore: blocks restored or found
+ * cached over those of its file that can be restored.  total is its
+ * restore_blocks_total; the counters are read as they are.
+ */
+static double
+restore_fraction(int64 total)
+{
+	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
+	int64		can;
+
+	can = total -
+		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
+		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]);
+	if (can <= 0)
+		return 1.0;
+	return Min((double) done / (double) can, 1.0);
+}
+
+/*
+ * At the end of a restore, in the process that ran it, with the module's
+ * lock held exclusively: a standby's finished pass over the followed set
+ * gives its fraction.  A pass that stopped early (promotion, follow_primary
+ * turned off) counted only part of the set; the previous pass's figure
+ * stands if it is larger.
+ */
+void
+wc_readiness_note_end(void)
+{
+	double		f;
+	uint64		handled;
+	int64		total = wc_shared->restore_blocks_total;
+
+	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
+		wc_shared->restore_finished_at == 0 ||
+		wc_shared->restore_started_at < wc_shared->restore_begun_at)
+		return;					/* it ended before it began counting */
+	f = restore_fraction(total);
+	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]);
+	if ((int64) handled < total && wc_shared->followed_pass_done)
+		f = Max(f, wc_shared->followed_fraction);
+	wc_shared->followed_fraction = f;
+	wc_shared->followed_pass_done = true;
+}
+
+/*
+ * What this server holds of its job now: see the file header for the
+ * order of the rules.
+ */
+static Readiness
+readiness(void)
+{
+	Readiness	r = {1.0, true};
+	WarmState	state;
+	RestoreSource source;
+	bool		requested;
+	bool		startup_done;
+	FollowState follow_state;
+	TimestampTz started_at;
+	TimestampTz begun_at;
+	int64		total;
+	bool		pass_done;
+	double		followed_fraction;
+	bool		in_recovery = RecoveryInProgress();
+	bool		restoring;
+	bool		counting;
+
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	state = wc_shared->state;
+	source = wc_shared->restore_source;
+	requested = wc_shared->restore_requested;
+	startup_done = wc_shared->startup_done;
+	follow_state = wc_shared->follow_state;
+	started_at = wc_shared->restore_started_at;
+	begun_at = wc_shared->restore_begun_at;
+	total = wc_shared->restore_blocks_total;
+	pass_done = wc_shared->followed_pass_done;
+	followed_fraction = wc_shared->followed_fraction;
+	LWLockRelease(wc_shared->lock);
+
+	/*
+	 * A restore begins by checking its file; until it has published its
+	 * start, the counters are the last restore's.
+	 */
+	restoring = (state == WC_STATE_RESTORING);
+	counting = restoring && started_at != 0 && started_at >= begun_at;
+
+	/* 1. The load at promotion, running or about to run. */
+	if (restoring && source == WC_SOURCE_PROMOTION)
+	{
+		r.fraction = counting ? restore_fraction(total) : 0.0;
+		r.settled = false;
+		return r;
+	}
+	if (!in_recovery && wc_follow_primary != WC_FOLLOW_OFF &&
+		follow_state != WC_FOLLOW_NOT_LOOKED &&
+		follow_state != WC_FOLLOW_PROMOTED &&
+		access(WC_FOLLOWED_FILE, F_OK) == 0)
+	{
+		/* The worker sees the promotion within 250 ms and loads the set. */
+		r.fraction = 0.0;
+		r.settled = false;
+		return r;
+	}
+
+	/* 2. The saved file, being restored or about to be. */
+	if (restoring && source == WC_SOURCE_SAVED && counting)
+	{
+		r.fraction = restore_fraction(total);
+		r.settled = false;
+		return r;
+	}
+	if (((restoring && source == WC_SOURCE_SAVED) || requested ||
+		 (!startup_done && wc_autowarm)) &&
+		access(WC_DUMP_FILE, F_OK) == 0)
+	{
+		r.fraction = 0.0;
+		r.settled = false;
+		return r;
+	}
+
+	/* 3. A standby that follows its primary's hot set. */
+	if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF)
+	{
+		r.settled = false;		/* a new pass may come at any time */
+		if (restoring && source == WC_SOURCE_FOLLOWED)
+		{
+			r.fraction = counting ? restore_fraction(total) : 0.0;
+			if (pass_done)
+				r.fraction = Max(r.fraction, followed_fraction);
+		}
+		else if (pass_done)
+			r.fraction = followed_fraction;
+		else if (follow_state == WC_FOLLOW_NOT_LOOKED ||
+				 follow_state == WC_FOLLOW_FOLLOWING)
+			r.fraction = 0.0;	/* not looked yet, or first pass to come */
+		else
+		{
+			/* Nothing to follow: no extension or nothing published. */
+			r.settled = true;
+		}
+		return r;
+	}
+
+	/* 4. The last restore of the saved file or load at promotion. */
+	if (started_at != 0 && source != WC_SOURCE_FOLLOWED)
+	{
+		r.fraction = restore_fraction(total);
+		r.settled = !restoring;
+		return r;
+	}
+
+	/* 5. Nothing to do. */
+	return r;
+}
+
+static double
+get_min_fraction(FunctionCallInfo fcinfo)
+{
+	double		min_fraction = PG_GETARG_FLOAT8(0);
+
+	if (isnan(min_fraction) || min_fraction < 0.0 || min_fraction > 1.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"min_fraction\" must be between 0 and 1")));
+	return min_fraction;
+}
+
+/*
+ * warmcache_is_warm(min_fraction float8 DEFAULT 0.9) returns bool: whether
+ * this server holds at least min_fraction of what it is restoring,
+ * following or loading at promotion; true on a server with nothing to do.
+ */
+Datum
+warmcache_is_warm(PG_FUNCTION_ARGS)
+{
+	double		min_fraction = get_min_fraction(fcinfo);
+
+	wc_require_shared();
+	PG_RETURN_BOOL(readiness().fraction >= min_fraction);
+}
+
+/*
+ * warmcache_wait_warm(min_fraction float8 DEFAULT 0.9, wait_seconds int4
+ * DEFAULT 60) returns float8: waits until this server holds at least
+ * min_fraction of its job, until the job ended short of it (a restore that
+ * finished incomplete or was aborted: nothing more will come), or at most
+ * wait_seconds; returns the fraction it holds then.  0 seconds: look once.
+ */
+Datum
+warmcache_wait_warm(PG_FUNCTION_ARGS)
+{
+	double		min_fraction = get_min_fraction(fcinfo);
+	int32		wait_seconds = PG_GETARG_INT32(1);
+	TimestampTz deadline;
+	Readiness	r;
+
+	if (wait_seconds < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"wait_seconds\" must not be negative")));
+	wc_require_shared();
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   (int64) wait_seconds * 1000);
+	for (;;)
+	{
+		long		left;
+
+		CHECK_FOR_INTERRUPTS();
+		r = readiness();
+		if (r.fraction >= min_fraction || r.settled)
+			break;
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(left, WC_READY_POLL_MS), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	PG_RETURN_FLOAT8(r.fraction);
+}
