@@ -136,7 +136,7 @@ like(slurp_file($standby->logfile), qr/the primary publishes no hot set to follo
 psql_fails($primary, 'ALTER EXTENSION pg_warmcache UPDATE',
 	'ALTER EXTENSION UPDATE fails while another table has the name');
 $primary->safe_psql('postgres',
-	'DROP TABLE public.warmcache_published; ALTER EXTENSION pg_warmcache UPDATE');
+	"DROP TABLE public.warmcache_published; ALTER EXTENSION pg_warmcache UPDATE TO '1.2'");
 is($primary->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache'"),
 	'1.2', 'the extension is at 1.2');
