@@ -8,11 +8,13 @@
  * connections (a shared relation cannot be opened without one).  Each reads the
  * file in its order (hottest rank first, then physical order), keeps its
  * own runs (its database's, or its stripes of them) and restores them in
- * passes, in batches of one relation fork.  For each batch, in a short
- * transaction, it looks the relation up by relfilenode, takes
- * AccessShareLock without waiting for it, checks the relfilenode did not
- * change, clips the runs to the current size and hands them to the
- * warming engine (engine.c) with its pacer (pacer.c).
+ * passes, in batches of one relation fork, the OS tier's last.  A batch
+ * keeps its tier: one deferred from the buffer tier and retried after the
+ * OS tier's pass is still restored, and counted, as the buffer tier's.
+ * For each batch, in a short transaction, it looks the relation up by
+ * relfilenode, takes AccessShareLock without waiting for it, checks the
+ * relfilenode did not change, clips the runs to the current size and hands
+ * them to the warming engine (engine.c) with its pacer (pacer.c).
  *
  * Nothing waits for the restore:
  * - a relation whose lock someone wants (or that is locked when a batch
@@ -77,6 +79,7 @@ typedef struct Batch
 	uint64		blocks;
 	uint64		seq_start;		/* position of its first block */
 	bool		counting;		/* not yet counted by an earlier worker */
+	bool		os_tier;		/* a batch of the OS tier */
 	int			attempts;		/* times given up for a wanted lock */
 } Batch;
 
@@ -93,6 +96,8 @@ typedef struct RestoreWorker
 {
 	RestoreSlot *slot;
 	RestorePacer pacer;
+	WarmMode	mode;			/* the restore's mode, for the buffer tier */
+	bool		pass_os_tier;	/* the current pass is the OS tier's */
 	MemoryContext batch_cxt;	/* deferred batches live here */
 	List	   *deferred;		/* of Batch * */
 	uint64		seq;			/* blocks of the share visited so far */
@@ -278,6 +283,26 @@ keep_remainder(Batch *batch, const WarmRange *ranges, int nranges,
 }
 
 /*
+ * Make the pacer read a batch of the buffer tier, or of the OS tier: the
+ * OS tier goes into the OS page cache only (mode read, or prefetch if the
+ * restore's mode is), and a chunk already in shared buffers is not read
+ * again.  Taken from each batch, not from the pass, so that a batch
+ * deferred from a pass of the buffer tier and retried after the OS tier's
+ * pass is still restored, and counted, as the buffer tier's.
+ */
+static void
+set_tier(RestoreWorker *w, bool os_tier)
+{
+	w->pacer.os_tier = os_tier;
+	w->pacer.base.skip_in_buffers = os_tier;
+	if (!os_tier)
+		w->pacer.mode = w->mode;
+	else
+		w->pacer.mode = w->mode == WC_MODE_PREFETCH ?
+			WC_MODE_PREFETCH : WC_MODE_READ;
+}
+
+/*
  * The body of restore_batch(), in a transaction of its own so that the
  * lock is held only while the batch's blocks are read.
  */
@@ -325,6 +350,7 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		pacer->relid = relid;
 		pacer->counting = batch->counting;
 		pacer->batch_done = 0;
+		set_tier(w, batch->os_tier);
 		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
 		pacer->relid = InvalidOid;
 		gone = batch->blocks - kept;
@@ -476,6 +502,7 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 
 	if (batch->nranges > 0 &&
 		(!same_relation_fork(run, &batch->key) || batch->counting != counting ||
+		 batch->os_tier != w->pass_os_tier ||
 		 batch->nranges == WC_BATCH_RUNS))
 		batch_flush(w, batch, clipped);
 	if (batch->nranges == 0)
@@ -483,6 +510,7 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 		batch->key = *run;
 		batch->seq_start = seq;
 		batch->counting = counting;
+		batch->os_tier = w->pass_os_tier;
 	}
 	batch->blocks += end - start;
 	last = batch->nranges > 0 ? &batch->ranges[batch->nranges - 1] : NULL;
@@ -547,6 +575,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 	PassReader	pr;
 	WarmRun		run;
 
+	w->pass_os_tier = (hi == WC_RANK_SLOT_OS);
 	pass_open(&pr, plan, hi, lo);
 	while (!w->stopping && !w->stepping_out && pass_next(&pr, &run))
 	{
@@ -689,14 +718,10 @@ restore_share(RestoreWorker *w)
 	if (hi >= 0 && !w->stopping && !w->stepping_out)
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
 
-	/* Last, the OS tier: into the OS page cache only. */
+	/* Last, the OS tier: into the OS page cache only (set_tier). */
 	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->stepping_out)
 	{
 		retry_deferred(w, clipped, false);
-		w->pacer.mode = w->pacer.mode == WC_MODE_PREFETCH ?
-			WC_MODE_PREFETCH : WC_MODE_READ;
-		w->pacer.os_tier = true;
-		w->pacer.base.skip_in_buffers = true;
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);
@@ -730,7 +755,8 @@ pg_warmcache_restore_main(Datum arg)
 	w.batch_cxt = AllocSetContextCreate(TopMemoryContext,
 										"pg_warmcache deferred batches",
 										ALLOCSET_DEFAULT_SIZES);
-	wc_pacer_init(&w.pacer, w.slot, wc_shared->restore_mode);
+	w.mode = wc_shared->restore_mode;
+	wc_pacer_init(&w.pacer, w.slot, w.mode);
 
 	restore_share(&w);
 
