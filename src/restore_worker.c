@@ -127,6 +127,7 @@ typedef struct RankPlan
 	uint64		nruns[WC_RANK_SLOTS];	/* runs of the rank in the file */
 	uint64		my_blocks[WC_RANK_SLOTS];
 	uint64		my_runs[WC_RANK_SLOTS];
+	uint64		share[WC_RANK_SLOTS];	/* of my_blocks, in my stripes */
 } RankPlan;
 
 /* The runs of a pass, merged from its ranks in physical order. */
@@ -143,6 +144,25 @@ static bool
 slot_owns_run(const RestoreSlot *slot, const WarmRun *run)
 {
 	return run->db == slot->db;
+}
+
+/*
+ * The next piece of run's blocks from start on that lies in one stripe
+ * (WC_STRIPE_BLOCKS); sets *mine to whether the stripe is this worker's.
+ */
+static BlockNumber
+stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
+				 BlockNumber start, bool *mine)
+{
+	BlockNumber end = run->start + run->count;
+	BlockNumber stripe_no;
+
+	*mine = true;
+	if (slot->nstripes <= 1)
+		return end;
+	stripe_no = start / WC_STRIPE_BLOCKS;
+	*mine = (stripe_no + run->relnumber) % slot->nstripes == slot->stripe;
+	return Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
 }
 
 static void
@@ -164,8 +184,19 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 			plan->first[rank] = idx;
 		if (slot_owns_run(slot, &run))
 		{
+			BlockNumber start = run.start;
+
 			plan->my_blocks[rank] += run.count;
 			plan->my_runs[rank]++;
+			while (start < run.start + run.count)
+			{
+				bool		mine;
+				BlockNumber end = stripe_piece_end(slot, &run, start, &mine);
+
+				if (mine)
+					plan->share[rank] += end - start;
+				start = end;
+			}
 		}
 		idx++;
 	}
@@ -589,20 +620,11 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 		/* Keep this worker's stripes of the run. */
 		while (start < end && !w->stopping && !w->stepping_out)
 		{
-			BlockNumber piece_end = end;
+			bool		mine;
+			BlockNumber piece_end = stripe_piece_end(slot, &run, start, &mine);
 
-			if (slot->nstripes > 1)
-			{
-				BlockNumber stripe_no = start / WC_STRIPE_BLOCKS;
-
-				piece_end = Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
-				if ((stripe_no + run.relnumber) % slot->nstripes != slot->stripe)
-				{
-					start = piece_end;
-					continue;
-				}
-			}
-			visit_piece(w, batch, clipped, &run, start, piece_end);
+			if (mine)
+				visit_piece(w, batch, clipped, &run, start, piece_end);
 			start = piece_end;
 		}
 	}
@@ -686,6 +708,35 @@ restore_worker_exit(int code, Datum arg)
 }
 
 /*
+ * A worker that began at the start of its share and went through it has
+ * restored or skipped every block of it.  Should it ever have handled
+ * fewer, the leader only learns that the restore did not complete; say
+ * here which worker and tier fell short, for whoever looks into it.
+ */
+static void
+check_share(RestoreWorker *w, const RankPlan *plan)
+{
+	uint64		buffer_tier = 0;
+	uint64		handled;
+	int			rank;
+
+	if (w->stopping || w->stepping_out || w->deferred != NIL ||
+		w->start.from != 0 || w->start.counted_to != 0 || w->start.owed != 0)
+		return;
+	for (rank = 0; rank <= WC_MAX_RANK; rank++)
+		buffer_tier += plan->share[rank];
+	handled = pg_atomic_read_u64(&w->slot->processed);
+	if (handled < buffer_tier + plan->share[WC_RANK_SLOT_OS])
+		ereport(LOG,
+				(errmsg("pg_warmcache: restore worker of database %u handled %llu of the %llu blocks of its share",
+						w->slot->db, (unsigned long long) handled,
+						(unsigned long long) (buffer_tier + plan->share[WC_RANK_SLOT_OS])),
+				 errdetail("Its share holds %llu blocks of the buffer tier and %llu of the OS tier.",
+						   (unsigned long long) buffer_tier,
+						   (unsigned long long) plan->share[WC_RANK_SLOT_OS])));
+}
+
+/*
  * Restore this worker's share: passes, hottest first (a sparse rank joins
  * the next one down), then the OS tier, then the deferred batches.
  */
@@ -725,6 +776,7 @@ restore_share(RestoreWorker *w)
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);
+	check_share(w, &plan);
 }
 
 /*
