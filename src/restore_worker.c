@@ -8,11 +8,13 @@
  * connections (a shared relation cannot be opened without one).  Each reads the
  * file in its order (hottest rank first, then physical order), keeps its
  * own runs (its database's, or its stripes of them) and restores them in
- * passes, in batches of one relation fork.  For each batch, in a short
- * transaction, it looks the relation up by relfilenode, takes
- * AccessShareLock without waiting for it, checks the relfilenode did not
- * change, clips the runs to the current size and hands them to the
- * warming engine (engine.c) with its pacer (pacer.c).
+ * passes, in batches of one relation fork, the OS tier's last.  A batch
+ * keeps its tier: one deferred from the buffer tier and retried after the
+ * OS tier's pass is still restored, and counted, as the buffer tier's.
+ * For each batch, in a short transaction, it looks the relation up by
+ * relfilenode, takes AccessShareLock without waiting for it, checks the
+ * relfilenode did not change, clips the runs to the current size and hands
+ * them to the warming engine (engine.c) with its pacer (pacer.c).
  *
  * Nothing waits for the restore:
  * - a relation whose lock someone wants (or that is locked when a batch
@@ -77,6 +79,7 @@ typedef struct Batch
 	uint64		blocks;
 	uint64		seq_start;		/* position of its first block */
 	bool		counting;		/* not yet counted by an earlier worker */
+	bool		os_tier;		/* a batch of the OS tier */
 	int			attempts;		/* times given up for a wanted lock */
 } Batch;
 
@@ -93,6 +96,8 @@ typedef struct RestoreWorker
 {
 	RestoreSlot *slot;
 	RestorePacer pacer;
+	WarmMode	mode;			/* the restore's mode, for the buffer tier */
+	bool		pass_os_tier;	/* the current pass is the OS tier's */
 	MemoryContext batch_cxt;	/* deferred batches live here */
 	List	   *deferred;		/* of Batch * */
 	uint64		seq;			/* blocks of the share visited so far */
@@ -122,6 +127,7 @@ typedef struct RankPlan
 	uint64		nruns[WC_RANK_SLOTS];	/* runs of the rank in the file */
 	uint64		my_blocks[WC_RANK_SLOTS];
 	uint64		my_runs[WC_RANK_SLOTS];
+	uint64		share[WC_RANK_SLOTS];	/* of my_blocks, in my stripes */
 } RankPlan;
 
 /* The runs of a pass, merged from its ranks in physical order. */
@@ -138,6 +144,25 @@ static bool
 slot_owns_run(const RestoreSlot *slot, const WarmRun *run)
 {
 	return run->db == slot->db;
+}
+
+/*
+ * The next piece of run's blocks from start on that lies in one stripe
+ * (WC_STRIPE_BLOCKS); sets *mine to whether the stripe is this worker's.
+ */
+static BlockNumber
+stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
+				 BlockNumber start, bool *mine)
+{
+	BlockNumber end = run->start + run->count;
+	BlockNumber stripe_no;
+
+	*mine = true;
+	if (slot->nstripes <= 1)
+		return end;
+	stripe_no = start / WC_STRIPE_BLOCKS;
+	*mine = (stripe_no + run->relnumber) % slot->nstripes == slot->stripe;
+	return Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
 }
 
 static void
@@ -159,8 +184,19 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 			plan->first[rank] = idx;
 		if (slot_owns_run(slot, &run))
 		{
+			BlockNumber start = run.start;
+
 			plan->my_blocks[rank] += run.count;
 			plan->my_runs[rank]++;
+			while (start < run.start + run.count)
+			{
+				bool		mine;
+				BlockNumber end = stripe_piece_end(slot, &run, start, &mine);
+
+				if (mine)
+					plan->share[rank] += end - start;
+				start = end;
+			}
 		}
 		idx++;
 	}
@@ -278,6 +314,26 @@ keep_remainder(Batch *batch, const WarmRange *ranges, int nranges,
 }
 
 /*
+ * Make the pacer read a batch of the buffer tier, or of the OS tier: the
+ * OS tier goes into the OS page cache only (mode read, or prefetch if the
+ * restore's mode is), and a chunk already in shared buffers is not read
+ * again.  Taken from each batch, not from the pass, so that a batch
+ * deferred from a pass of the buffer tier and retried after the OS tier's
+ * pass is still restored, and counted, as the buffer tier's.
+ */
+static void
+set_tier(RestoreWorker *w, bool os_tier)
+{
+	w->pacer.os_tier = os_tier;
+	w->pacer.base.skip_in_buffers = os_tier;
+	if (!os_tier)
+		w->pacer.mode = w->mode;
+	else
+		w->pacer.mode = w->mode == WC_MODE_PREFETCH ?
+			WC_MODE_PREFETCH : WC_MODE_READ;
+}
+
+/*
  * The body of restore_batch(), in a transaction of its own so that the
  * lock is held only while the batch's blocks are read.
  */
@@ -325,6 +381,7 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		pacer->relid = relid;
 		pacer->counting = batch->counting;
 		pacer->batch_done = 0;
+		set_tier(w, batch->os_tier);
 		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
 		pacer->relid = InvalidOid;
 		gone = batch->blocks - kept;
@@ -476,6 +533,7 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 
 	if (batch->nranges > 0 &&
 		(!same_relation_fork(run, &batch->key) || batch->counting != counting ||
+		 batch->os_tier != w->pass_os_tier ||
 		 batch->nranges == WC_BATCH_RUNS))
 		batch_flush(w, batch, clipped);
 	if (batch->nranges == 0)
@@ -483,6 +541,7 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 		batch->key = *run;
 		batch->seq_start = seq;
 		batch->counting = counting;
+		batch->os_tier = w->pass_os_tier;
 	}
 	batch->blocks += end - start;
 	last = batch->nranges > 0 ? &batch->ranges[batch->nranges - 1] : NULL;
@@ -547,6 +606,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 	PassReader	pr;
 	WarmRun		run;
 
+	w->pass_os_tier = (hi == WC_RANK_SLOT_OS);
 	pass_open(&pr, plan, hi, lo);
 	while (!w->stopping && !w->stepping_out && pass_next(&pr, &run))
 	{
@@ -560,20 +620,11 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 		/* Keep this worker's stripes of the run. */
 		while (start < end && !w->stopping && !w->stepping_out)
 		{
-			BlockNumber piece_end = end;
+			bool		mine;
+			BlockNumber piece_end = stripe_piece_end(slot, &run, start, &mine);
 
-			if (slot->nstripes > 1)
-			{
-				BlockNumber stripe_no = start / WC_STRIPE_BLOCKS;
-
-				piece_end = Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
-				if ((stripe_no + run.relnumber) % slot->nstripes != slot->stripe)
-				{
-					start = piece_end;
-					continue;
-				}
-			}
-			visit_piece(w, batch, clipped, &run, start, piece_end);
+			if (mine)
+				visit_piece(w, batch, clipped, &run, start, piece_end);
 			start = piece_end;
 		}
 	}
@@ -657,6 +708,35 @@ restore_worker_exit(int code, Datum arg)
 }
 
 /*
+ * A worker that began at the start of its share and went through it has
+ * restored or skipped every block of it.  Should it ever have handled
+ * fewer, the leader only learns that the restore did not complete; say
+ * here which worker and tier fell short, for whoever looks into it.
+ */
+static void
+check_share(RestoreWorker *w, const RankPlan *plan)
+{
+	uint64		buffer_tier = 0;
+	uint64		handled;
+	int			rank;
+
+	if (w->stopping || w->stepping_out || w->deferred != NIL ||
+		w->start.from != 0 || w->start.counted_to != 0 || w->start.owed != 0)
+		return;
+	for (rank = 0; rank <= WC_MAX_RANK; rank++)
+		buffer_tier += plan->share[rank];
+	handled = pg_atomic_read_u64(&w->slot->processed);
+	if (handled < buffer_tier + plan->share[WC_RANK_SLOT_OS])
+		ereport(LOG,
+				(errmsg("pg_warmcache: restore worker of database %u handled %llu of the %llu blocks of its share",
+						w->slot->db, (unsigned long long) handled,
+						(unsigned long long) (buffer_tier + plan->share[WC_RANK_SLOT_OS])),
+				 errdetail("Its share holds %llu blocks of the buffer tier and %llu of the OS tier.",
+						   (unsigned long long) buffer_tier,
+						   (unsigned long long) plan->share[WC_RANK_SLOT_OS])));
+}
+
+/*
  * Restore this worker's share: passes, hottest first (a sparse rank joins
  * the next one down), then the OS tier, then the deferred batches.
  */
@@ -689,17 +769,14 @@ restore_share(RestoreWorker *w)
 	if (hi >= 0 && !w->stopping && !w->stepping_out)
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
 
-	/* Last, the OS tier: into the OS page cache only. */
+	/* Last, the OS tier: into the OS page cache only (set_tier). */
 	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->stepping_out)
 	{
 		retry_deferred(w, clipped, false);
-		w->pacer.mode = w->pacer.mode == WC_MODE_PREFETCH ?
-			WC_MODE_PREFETCH : WC_MODE_READ;
-		w->pacer.os_tier = true;
-		w->pacer.base.skip_in_buffers = true;
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);
+	check_share(w, &plan);
 }
 
 /*
@@ -730,7 +807,8 @@ pg_warmcache_restore_main(Datum arg)
 	w.batch_cxt = AllocSetContextCreate(TopMemoryContext,
 										"pg_warmcache deferred batches",
 										ALLOCSET_DEFAULT_SIZES);
-	wc_pacer_init(&w.pacer, w.slot, wc_shared->restore_mode);
+	w.mode = wc_shared->restore_mode;
+	wc_pacer_init(&w.pacer, w.slot, w.mode);
 
 	restore_share(&w);
 

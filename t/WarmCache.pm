@@ -44,6 +44,7 @@ our @EXPORT = qw(
   fill_table
   drop_os_cache
   os_cached_bytes
+  os_cached_bytes_of
   slurp_bin
   write_bin
   header
@@ -304,6 +305,27 @@ sub os_cached_bytes
 	die "fincore failed on \"$path\"" if $? != 0;
 	$out =~ s/\s+//g;
 	return $out;
+}
+
+# Bytes of each existing file of @paths resident in the OS page cache, by
+# one run of fincore (see os_cached_bytes), so that all are looked at
+# within a moment: a hash reference, path to bytes.
+sub os_cached_bytes_of
+{
+	my (@paths) = grep { -e $_ } @_;
+	my %bytes;
+	return \%bytes unless @paths;
+	open(my $fh, '-|', 'fincore', '--bytes', '--noheadings', '--raw',
+		'--output', 'RES,FILE', @paths)
+	  or die "could not run fincore: $!";
+	while (my $line = <$fh>)
+	{
+		chomp $line;
+		my ($res, $file) = split / /, $line, 2;
+		$bytes{$file} = $res;
+	}
+	close $fh or die 'fincore failed';
+	return \%bytes;
 }
 
 # The bytes of the file $path, e.g. a dump file.

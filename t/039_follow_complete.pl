@@ -1,0 +1,348 @@
+# Copyright (c) 2026, pg_warmcache developers
+#
+# A following standby's passes end complete and count what they did.  The
+# primary's hot set is in its shared buffers and also in its page cache, so
+# the followed file's OS tier names the blocks of its buffer tier again.
+# Fresh standbys (os and buffer) from new base backups follow several of the
+# primary's dumps each; every pass must end complete (no "follow
+# incomplete" line), and on a settled set the status must say what the
+# cache holds: followed_*_warm against util-linux fincore on the standby's
+# own files and against pg_buffercache.  Then a relation whose lock replay
+# holds during a pass (the primary holds ACCESS EXCLUSIVE in an open
+# transaction) is deferred past the OS tier's pass and restored once
+# released: still as the buffer tier's (into shared buffers, in mode
+# buffer), and counted as such.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use WarmCache;
+
+my $primary = start_node('primary',
+	"shared_buffers = 64MB\npg_warmcache.dump_os_cache = on\nwal_keep_size = 512MB\n",
+	allows_streaming => 1);
+create_extensions($primary);
+$primary->safe_psql('postgres', 'CREATE DATABASE bench');
+$primary->safe_psql('bench', 'CREATE EXTENSION pg_warmcache; CREATE EXTENSION pg_buffercache');
+
+# hot: the primary's hot set, its heap and index; cold_lock: hot too, the
+# relation whose lock replay will hold.  Read twice, so that their buffers
+# rank above 1, as a busy hot set's do; written and read, they are in the
+# page cache too.
+$primary->safe_psql(
+	'bench', q{
+CREATE TABLE hot (id int PRIMARY KEY, pad text);
+INSERT INTO hot SELECT g, repeat('x', 600) FROM generate_series(1, 25000) g;
+CREATE TABLE cold_lock (id int, pad text);
+INSERT INTO cold_lock SELECT g, repeat('y', 600) FROM generate_series(1, 12000) g;
+VACUUM hot, cold_lock;
+CHECKPOINT;});
+for (1 .. 2)
+{
+	$primary->safe_psql('bench',
+		"SELECT warm('hot'), warm('hot_pkey'), warm('cold_lock')");
+}
+my %blocks = map {
+	$_ => $primary->safe_psql('bench',
+		"SELECT pg_relation_size('$_') / current_setting('block_size')::int")
+} ('hot', 'cold_lock');
+cmp_ok($blocks{hot}, '>', 2000, 'hot has some blocks');
+
+set_primary_dumps(1);
+
+my $n = 0;
+for my $mode ('os', 'os', 'buffer')
+{
+	$n++;
+	my $standby = new_standby("follow_$n", $mode, 1);
+	my $name = "$mode standby $n";
+
+	# Several passes, each over a new dump of an unchanged hot set.
+	my $last = '';
+	for my $pass (1 .. 3)
+	{
+		$last = wait_for_pass($standby, $last);
+		check_pass($standby, "$name, pass $pass");
+	}
+
+	# A settled set (no new dump): what the status says against the cache.
+	settle($standby);
+	check_pass($standby, "$name, settled");
+	check_cache($standby, $mode, $name);
+	$standby->stop;
+	set_primary_dumps(1);
+}
+
+# Replay holds a lock on cold_lock through the pass's buffer tier and its
+# OS tier; its batches are retried after both and succeed once the lock
+# is gone.
+for my $mode ('buffer', 'os')
+{
+	$n++;
+	set_primary_dumps(0);
+	refresh_primary_os_cache();
+	my $locker = $primary->background_psql('bench');
+	$locker->query_safe('BEGIN; LOCK TABLE cold_lock IN ACCESS EXCLUSIVE MODE');
+	$primary->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+	my $standby = new_standby("locked_$n", $mode, 0);
+	my $name = "$mode standby, lock replayed";
+
+	# bench's worker has begun its OS tier's pass (more of the OS tier is
+	# done than the other restored databases have), so cold_lock's buffer
+	# tier was deferred past it.  Then the lock goes.
+	$standby->poll_query_until('postgres',
+		"SELECT restore_source = 'follow' AND state = 'restoring' FROM warmcache_status()")
+	  or die 'timed out waiting for the first pass';
+	my %os = os_tier_per_database($standby);
+	my $bench = $standby->safe_psql('postgres',
+		"SELECT oid FROM pg_database WHERE datname = 'bench'");
+	my $others = 0;
+	$others += $os{$_} // 0 for (0,
+		split /\n/, $standby->safe_psql('postgres',
+			"SELECT oid FROM pg_database WHERE datallowconn AND NOT datistemplate AND datname <> 'bench'"));
+	cmp_ok($os{$bench} // 0, '>', 1000, "$name: bench's OS tier is followed");
+	$standby->poll_query_until('postgres',
+		"SELECT state = 'restoring' AND restore_os_tier_done > $others FROM warmcache_status()"
+	) or die 'timed out waiting for the OS tier of bench';
+	$locker->query_safe('COMMIT');
+	$locker->quit;
+	wait_for_pass($standby, '');
+	check_pass($standby, $name);
+	check_cache($standby, $mode, $name);
+	if ($mode eq 'buffer')
+	{
+		cmp_ok(cached($standby, 'cold_lock', 'main', 'bench'),
+			'>=', 0.95 * $blocks{cold_lock},
+			"$name: cold_lock, deferred past the OS tier, went into shared buffers");
+	}
+	$standby->stop;
+}
+
+$primary->stop;
+done_testing();
+
+# Read the hot set into the primary's page cache again, where it is also
+# in its shared buffers: the OS page cache of a shared machine can lose it.
+sub refresh_primary_os_cache
+{
+	$primary->safe_psql('bench',
+		"SELECT warm('hot', 'read'), warm('hot_pkey', 'read'), warm('cold_lock', 'read')"
+	);
+	return;
+}
+
+# Turn the primary's dumps on (every second) or off, by a reload.
+sub set_primary_dumps
+{
+	my ($on) = @_;
+	$primary->append_conf('postgresql.conf',
+		'pg_warmcache.dump_interval = ' . ($on ? 1 : 0));
+	$primary->reload;
+	return;
+}
+
+# A standby from a new base backup, following in $mode.  With
+# $keep_saved_file, it keeps the primary's saved file that the backup
+# copied, and restores it at its start before it follows.
+sub new_standby
+{
+	my ($name, $mode, $keep_saved_file) = @_;
+	my $backup = "b_$name";
+	$primary->backup($backup);
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init_from_backup($primary, $backup, has_streaming => 1);
+	unlink($node->data_dir . '/pg_warmcache.blocks') unless $keep_saved_file;
+	$node->append_conf('postgresql.conf',
+		"shared_buffers = 64MB\n"
+		  . "pg_warmcache.follow_primary = $mode\n"
+		  . "pg_warmcache.dump_interval = 0\n");
+	$node->start;
+	return $node;
+}
+
+# Wait until a pass over the followed set ended after the one that ended
+# at $after ('' for any); return when it ended.
+sub wait_for_pass
+{
+	my ($node, $after) = @_;
+	my $cond =
+	    "restore_source = 'follow' AND state = 'idle'"
+	  . ' AND restore_finished_at >= restore_started_at'
+	  . ($after eq '' ? '' : " AND restore_finished_at > '$after'");
+	$node->poll_query_until('postgres',
+		"SELECT $cond FROM warmcache_status()")
+	  or die 'timed out waiting for a pass of ' . $node->name;
+	return $node->safe_psql('postgres',
+		'SELECT restore_finished_at FROM warmcache_status()');
+}
+
+# Stop the primary's dumps, dump once more, and wait until $node's pass
+# over that dump ended.
+sub settle
+{
+	my ($node) = @_;
+	set_primary_dumps(0);
+	refresh_primary_os_cache();
+	$primary->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+	my $at = $primary->safe_psql('postgres',
+		'SELECT last_dump_at FROM warmcache_status()');
+	$node->poll_query_until('postgres',
+		"SELECT followed_dump_at = '$at' AND restore_source = 'follow' AND state = 'idle'"
+		  . ' AND restore_finished_at >= restore_started_at'
+		  . " AND restore_started_at > followed_dump_at FROM warmcache_status()")
+	  or die 'timed out waiting for ' . $node->name . ' to follow the last dump';
+	return;
+}
+
+# The pass that ended last is complete: no line says otherwise, every
+# block was restored or is gone or excluded, and the OS tier was restored.
+sub check_pass
+{
+	my ($node, $name) = @_;
+	unlike(slurp_file($node->logfile), qr/(follow incomplete|follow stopped)/,
+		"$name: no pass ended incomplete");
+	my ($incomplete, $total, $done, $gone, $excluded, $os_warm, $os_tier) =
+	  split /\|/, status($node,
+		'restore_incomplete, restore_blocks_total, restore_blocks_done, '
+		  . 'restore_skipped_gone, restore_skipped_excluded, '
+		  . 'followed_os_tier_warm, followed_os_tier');
+	is($incomplete, 'f', "$name: restore_incomplete is false");
+	is($done + $gone + $excluded, $total,
+		"$name: every block restored, gone or excluded");
+
+	# What was skipped may all be the OS tier's: a lower bound.
+	cmp_ok($os_warm, '>=', 0.95 * ($os_tier - $gone - $excluded),
+		"$name: the OS tier was restored");
+	cmp_ok($os_warm, '<=', $os_tier, "$name: no more OS tier than it holds");
+	return;
+}
+
+# What the followed file names, per tier, of databases a worker restores
+# (not templates): { buffer => { path => blocks }, os => { ... } }, each
+# path a relation fork's first segment file.
+sub tier_blocks
+{
+	my ($node) = @_;
+	my %restored = map { $_ => 1 } (0,
+		split /\n/, $node->safe_psql('postgres',
+			'SELECT oid FROM pg_database WHERE datallowconn AND NOT datistemplate'));
+	my %t = (buffer => {}, os => {});
+	for my $run (runs(slurp_bin($node->data_dir . '/pg_warmcache.followed')))
+	{
+		my ($rank, $db, $spc, $rel, $fork, $start, $count) = @$run;
+		next unless $restored{$db};
+		my $path = ($db == 0 ? 'global' : "base/$db") . "/$rel"
+		  . ('', '_fsm', '_vm', '_init')[$fork];
+		$t{ $rank == 256 ? 'os' : 'buffer' }{$path} += $count;
+	}
+	return %t;
+}
+
+# The followed file's OS tier, blocks per database.
+sub os_tier_per_database
+{
+	my ($node) = @_;
+	my %os;
+	for my $run (runs(slurp_bin($node->data_dir . '/pg_warmcache.followed')))
+	{
+		$os{ $run->[1] } += $run->[6] if $run->[0] == 256;
+	}
+	return %os;
+}
+
+# Blocks of each relation fork of @paths (first segments' paths, relative
+# to the data directory) in the OS cache, all segments, by one fincore.
+sub resident_forks
+{
+	my ($node, @paths) = @_;
+	my %files;
+	for my $path (@paths)
+	{
+		my $full = $node->data_dir . "/$path";
+		for (my $seg = 0;; $seg++)
+		{
+			my $f = $seg ? "$full.$seg" : $full;
+			last unless -e $f;
+			$files{$f} = $path;
+		}
+	}
+	my $bytes = os_cached_bytes_of(keys %files);
+	my %blocks;
+	$blocks{ $files{$_} } += int($bytes->{$_} / 8192) for keys %$bytes;
+	return \%blocks;
+}
+
+# Blocks of each relation fork (its first segment's path) in shared
+# buffers, by pg_buffercache.
+sub buffered_forks
+{
+	my ($node) = @_;
+	my %b;
+	for my $row (split /\n/, $node->safe_psql('postgres', q{
+SELECT CASE WHEN reldatabase = 0 THEN 'global' ELSE 'base/' || reldatabase END
+       || '/' || relfilenode
+       || (ARRAY['', '_fsm', '_vm', '_init'])[relforknumber + 1], count(*)
+  FROM pg_buffercache WHERE relfilenode IS NOT NULL GROUP BY 1}))
+	{
+		my ($path, $count) = split /\|/, $row;
+		$b{$path} = $count;
+	}
+	return \%b;
+}
+
+# The last pass over a settled set (its file no longer changes) against
+# the file and the cache.  Each tier's warm count is what the file names of
+# it in databases that are restored, less what was gone; and it is what
+# the cache holds of it, relation by relation (at most as many as the tier
+# names of it): fincore for the OS cache, pg_buffercache for shared
+# buffers (the buffer tier in mode buffer); all within 5%.
+sub check_cache
+{
+	my ($node, $mode, $name) = @_;
+	my ($buffer_warm, $os_warm, $gone) = split /\|/, status($node,
+		'followed_buffer_tier_warm, followed_os_tier_warm, restore_skipped_gone');
+	my $buffers = buffered_forks($node);
+	my %t = tier_blocks($node);
+	my $resident = resident_forks($node, keys %{ $t{buffer} }, keys %{ $t{os} });
+	my (%named, %held);
+	for my $tier ('buffer', 'os')
+	{
+		for my $path (keys %{ $t{$tier} })
+		{
+			my $in = ($tier eq 'buffer' && $mode eq 'buffer')
+			  ? ($buffers->{$path} // 0)
+			  : ($resident->{$path} // 0);
+			$named{$tier} += $t{$tier}{$path};
+			$held{$tier} += $in < $t{$tier}{$path} ? $in : $t{$tier}{$path};
+		}
+	}
+	cmp_ok($buffer_warm, '>=', 0.95 * ($named{buffer} - $gone),
+		"$name: followed_buffer_tier_warm counts the buffer tier");
+	cmp_ok($buffer_warm, '<=', $named{buffer},
+		"$name: followed_buffer_tier_warm counts no more than the buffer tier");
+	cmp_ok($os_warm, '>=', 0.95 * ($named{os} - $gone),
+		"$name: followed_os_tier_warm counts the OS tier");
+	cmp_ok($os_warm, '<=', $named{os},
+		"$name: followed_os_tier_warm counts no more than the OS tier");
+	my $where = $mode eq 'buffer' ? 'pg_buffercache' : 'fincore';
+	within($buffer_warm, $held{buffer},
+		"$name: followed_buffer_tier_warm is what $where shows of the buffer tier"
+	);
+	within($os_warm, $held{os},
+		"$name: followed_os_tier_warm is what fincore shows of the OS tier");
+	return;
+}
+
+sub within
+{
+	my ($got, $expected, $name) = @_;
+	ok( $got >= 0.95 * $expected && $got <= $expected / 0.95,
+		$name) or diag("got $got, the cache holds $expected");
+	return;
+}
