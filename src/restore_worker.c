@@ -162,7 +162,9 @@ stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
 		return end;
 	stripe_no = start / WC_STRIPE_BLOCKS;
 	*mine = (stripe_no + run->relnumber) % slot->nstripes == slot->stripe;
-	return Min(end, (stripe_no + 1) * WC_STRIPE_BLOCKS);
+	/* In 64 bits: the last stripe's end is past the largest block number. */
+	return (BlockNumber) Min((uint64) end,
+							 ((uint64) stripe_no + 1) * WC_STRIPE_BLOCKS);
 }
 
 static void

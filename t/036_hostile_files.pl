@@ -177,6 +177,20 @@ for my $case (@cases)
 	is(os_cached_bytes($tfile), $n * $h{blcksz}, "$name: the OS cache holds all of t");
 }
 
+# A run that ends near the largest block number passes every check (it is
+# within a relation's possible size) and names blocks past t's end.  Split
+# among two workers, its stripes' ends once wrapped around 2^32 and kept
+# the workers going round forever; now its blocks are skipped as gone.
+{
+	my $name = 'a run at the end of the block numbers';
+	my $offset = start_with_file($name,
+		dump_bytes([ trun(1, 0, $n), trun(1, 0xFFFFF000, 16) ]));
+	my $line = wait_for_restore_line($node, $offset);
+	like($line, qr/restore finished: restored $n of ${\($n + 16)} blocks/,
+		"$name: the restore ends") or diag($line);
+	is(cached($node, 't'), $n, "$name: shared buffers hold all of t");
+}
+
 # Through the standby channel: the primary's table holds a hostile file,
 # written there by hand, as a superuser could.
 $node->backup('backup');
