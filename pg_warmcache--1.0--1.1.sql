@@ -45,54 +45,6 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'warmcache_status'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
-DO $$
-DECLARE
-	old_fn pg_catalog.regprocedure := 'warmcache_status_1_0()';
-	new_fn pg_catalog.regprocedure := 'warmcache_status()';
-	old_acl pg_catalog.aclitem[];
-	dependents text;
-	g record;
-BEGIN
-	SELECT pg_catalog.string_agg(CASE WHEN r.oid IS NULL
-				THEN pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
-				ELSE pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, r.ev_class, 0) END,
-			', ')
-	  INTO dependents
-	  FROM pg_catalog.pg_depend d
-	  LEFT JOIN pg_catalog.pg_rewrite r
-		ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-	   AND r.oid OPERATOR(pg_catalog.=) d.objid
-	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-	   AND d.refobjid OPERATOR(pg_catalog.=) old_fn
-	   AND d.deptype OPERATOR(pg_catalog.<>) 'e';
-	IF dependents IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot update extension pg_warmcache: other objects depend on function warmcache_status()'
-			USING ERRCODE = 'dependent_objects_still_exist',
-				  DETAIL = pg_catalog.format('%s depends on it, and the update replaces it with a function that returns more columns.', dependents),
-				  HINT = 'Drop the dependent objects, run ALTER EXTENSION pg_warmcache UPDATE, then create them again.';
-	END IF;
-
-	SELECT p.proacl INTO old_acl
-	  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) old_fn;
-	IF old_acl IS NULL THEN
-		RETURN;					-- default privileges, as the new one has
-	END IF;
-	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn);
-	FOR g IN
-		SELECT a.grantee, a.is_grantable
-		  FROM pg_catalog.aclexplode(old_acl) a
-		 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', new_fn,
-			CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
-				 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
-			CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-	END LOOP;
-END
-$$;
-
-DROP FUNCTION warmcache_status_1_0();
-
 -- warmcache_blocks() says each block's tier: shared buffers, or the OS page
 -- cache only (those have no rank).
 ALTER FUNCTION warmcache_blocks() RENAME TO warmcache_blocks_1_0;
@@ -111,48 +63,53 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 DO $$
 DECLARE
-	old_fn pg_catalog.regprocedure := 'warmcache_blocks_1_0()';
-	new_fn pg_catalog.regprocedure := 'warmcache_blocks()';
+	fn text;
+	old_fn pg_catalog.regprocedure;
+	new_fn pg_catalog.regprocedure;
 	old_acl pg_catalog.aclitem[];
 	dependents text;
 	g record;
 BEGIN
-	SELECT pg_catalog.string_agg(CASE WHEN r.oid IS NULL
-				THEN pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
-				ELSE pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, r.ev_class, 0) END,
-			', ')
-	  INTO dependents
-	  FROM pg_catalog.pg_depend d
-	  LEFT JOIN pg_catalog.pg_rewrite r
-		ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-	   AND r.oid OPERATOR(pg_catalog.=) d.objid
-	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-	   AND d.refobjid OPERATOR(pg_catalog.=) old_fn
-	   AND d.deptype OPERATOR(pg_catalog.<>) 'e';
-	IF dependents IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot update extension pg_warmcache: other objects depend on function warmcache_blocks()'
-			USING ERRCODE = 'dependent_objects_still_exist',
-				  DETAIL = pg_catalog.format('%s depends on it, and the update replaces it with a function that returns more columns.', dependents),
-				  HINT = 'Drop the dependent objects, run ALTER EXTENSION pg_warmcache UPDATE, then create them again.';
-	END IF;
-
-	SELECT p.proacl INTO old_acl
-	  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) old_fn;
-	IF old_acl IS NULL THEN
-		RETURN;					-- default privileges, as the new one has
-	END IF;
-	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn);
-	FOR g IN
-		SELECT a.grantee, a.is_grantable
-		  FROM pg_catalog.aclexplode(old_acl) a
-		 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+	FOREACH fn IN ARRAY ARRAY['warmcache_status', 'warmcache_blocks']
 	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', new_fn,
-			CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
-				 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
-			CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		old_fn := pg_catalog.format('%s_1_0()', fn)::pg_catalog.regprocedure;
+		new_fn := pg_catalog.format('%s()', fn)::pg_catalog.regprocedure;
+		SELECT pg_catalog.string_agg(CASE WHEN r.oid IS NULL
+					THEN pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
+					ELSE pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, r.ev_class, 0) END,
+				', ')
+		  INTO dependents
+		  FROM pg_catalog.pg_depend d
+		  LEFT JOIN pg_catalog.pg_rewrite r
+			ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+		   AND r.oid OPERATOR(pg_catalog.=) d.objid
+		 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+		   AND d.refobjid OPERATOR(pg_catalog.=) old_fn
+		   AND d.deptype OPERATOR(pg_catalog.<>) 'e';
+		IF dependents IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot update extension pg_warmcache: other objects depend on function %()', fn
+				USING ERRCODE = 'dependent_objects_still_exist',
+					  DETAIL = pg_catalog.format('%s depends on it, and the update replaces it with a function that returns more columns.', dependents),
+					  HINT = 'Drop the dependent objects, run ALTER EXTENSION pg_warmcache UPDATE, then create them again.';
+		END IF;
+
+		SELECT p.proacl INTO old_acl
+		  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) old_fn;
+		CONTINUE WHEN old_acl IS NULL;	-- default privileges, as the new one has
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn);
+		FOR g IN
+			SELECT a.grantee, a.is_grantable
+			  FROM pg_catalog.aclexplode(old_acl) a
+			 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+		LOOP
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', new_fn,
+				CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+					 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+				CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
 	END LOOP;
 END
 $$;
 
+DROP FUNCTION warmcache_status_1_0();
 DROP FUNCTION warmcache_blocks_1_0();

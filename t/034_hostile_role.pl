@@ -104,16 +104,8 @@ is( $primary->safe_psql(
 	'2',
 	'mallory planted quote_ident(name) in public and in the "$user" schema');
 
-$primary->backup('backup');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-$standby->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_warmcache'\n"
-	  . "pg_warmcache.follow_primary = os\n"
-	  . "pg_warmcache.dump_interval = 0\n"
-	  . "log_min_messages = debug1\n");
-$standby->start;
-$primary->wait_for_catchup($standby);
+my $standby = following_standby($primary, 'standby',
+	"pg_warmcache.dump_interval = 0\nlog_min_messages = debug1\n");
 
 # At 1.1 the real table does not exist, mallory's does: dumps and
 # publication attempts with the standby streaming, and two looks of the
@@ -142,10 +134,10 @@ is($primary->safe_psql('postgres',
 	'1.2', 'the extension is at 1.2');
 
 # Publication and following work, and go on.
-my $first = publish($primary);
-wait_for_followed($standby, $first);
-my $second = publish($primary);
-wait_for_followed($standby, $second);
+my $first = publish_dump($primary);
+wait_for_followed($primary, $standby, $first);
+my $second = publish_dump($primary);
+wait_for_followed($primary, $standby, $second);
 ok($second gt $first, 'the standby\'s followed dump time advances');
 ok(-s $standby->data_dir . '/pg_warmcache.followed', 'the followed file exists');
 is(status($standby, 'follow_state'), 'following', 'the standby is following');
@@ -205,32 +197,7 @@ sub publish_attempt
 	return;
 }
 
-# A dump on $node, published; returns its dump time.
-sub publish
-{
-	my ($node) = @_;
-	my $before = $node->safe_psql('postgres',
-		'SELECT coalesce(max(dumped_at), \'-infinity\') FROM public.warmcache_published');
-	$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
-	$node->poll_query_until('postgres',
-		"SELECT max(dumped_at) > '$before' FROM public.warmcache_published")
-	  or die 'timed out waiting for the publication';
-	return $node->safe_psql('postgres',
-		'SELECT max(dumped_at) FROM public.warmcache_published');
-}
 
-# Wait until $node followed the dump of $dumped_at and a pass over it ended.
-sub wait_for_followed
-{
-	my ($node, $dumped_at) = @_;
-	$primary->wait_for_catchup($node);
-	$node->poll_query_until('postgres',
-		"SELECT followed_dump_at = '$dumped_at' AND restore_source = 'follow'"
-		  . " AND restore_finished_at >= restore_started_at AND state = 'idle'"
-		  . ' FROM public.warmcache_status()')
-	  or die 'timed out waiting for ' . $node->name . ' to follow';
-	return;
-}
 
 # No trap ran on @nodes (by default both), and mallory is no superuser.
 sub no_trap_fired

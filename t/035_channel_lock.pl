@@ -31,19 +31,11 @@ create_extensions($primary);
 $primary->safe_psql('postgres',
 	"CREATE TABLE t AS SELECT g AS id, repeat('x', 500) AS pad FROM generate_series(1, 3000) g"
 );
-$primary->backup('backup');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-$standby->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_warmcache'\n"
-	  . "pg_warmcache.follow_primary = os\n"
-	  . "pg_warmcache.dump_interval = 1\n"
-	  . "pg_warmcache.dump_os_cache = off\n"
-	  . "log_min_messages = debug1\n");
-$standby->start;
+my $standby = following_standby($primary, 'standby',
+	"pg_warmcache.dump_interval = 1\npg_warmcache.dump_os_cache = off\nlog_min_messages = debug1\n");
 
-my $first = publish($primary);
-wait_for_followed($standby, $first);
+my $first = publish_dump($primary);
+wait_for_followed($primary, $standby, $first);
 is(status($standby, 'follow_state'), 'following', 'the standby follows');
 
 # The standby: replay holds the lock.
@@ -78,8 +70,8 @@ $holder->query_safe('COMMIT');
 ok( $standby->poll_query_until(
 		'postgres', "SELECT follow_state = 'following' FROM warmcache_status()"),
 	'standby: following again after the lock is released');
-my $second = publish($primary);
-wait_for_followed($standby, $second);
+my $second = publish_dump($primary);
+wait_for_followed($primary, $standby, $second);
 is(header(slurp_bin($standby->data_dir . '/pg_warmcache.followed'))->{dumped_at},
 	header(slurp_bin($primary->data_dir . '/pg_warmcache.blocks'))->{dumped_at},
 	'standby: the followed file is the primary\'s new dump');
@@ -153,30 +145,4 @@ SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 	return ($waited, $looks, $dumps, $stale);
 }
 
-# A dump on $node, published; returns its dump time.
-sub publish
-{
-	my ($node) = @_;
-	my $before = $node->safe_psql('postgres',
-		"SELECT coalesce(max(dumped_at), '-infinity') FROM public.warmcache_published"
-	);
-	$node->safe_psql('postgres', 'SELECT warmcache_dump_now()');
-	$node->poll_query_until('postgres',
-		"SELECT max(dumped_at) > '$before' FROM public.warmcache_published")
-	  or die 'timed out waiting for the publication';
-	return $node->safe_psql('postgres',
-		'SELECT max(dumped_at) FROM public.warmcache_published');
-}
 
-# Wait until $node followed the dump of $dumped_at and a pass over it ended.
-sub wait_for_followed
-{
-	my ($node, $dumped_at) = @_;
-	$primary->wait_for_catchup($node);
-	$node->poll_query_until('postgres',
-		"SELECT followed_dump_at = '$dumped_at' AND restore_source = 'follow'"
-		  . " AND restore_finished_at >= restore_started_at AND state = 'idle'"
-		  . ' FROM warmcache_status()')
-	  or die 'timed out waiting for ' . $node->name . ' to follow';
-	return;
-}

@@ -26,15 +26,8 @@ create_extensions($primary);
 $primary->safe_psql('postgres',
 	"CREATE TABLE t AS SELECT g AS id, repeat('x', 500) AS pad FROM generate_series(1, 3000) g"
 );
-$primary->backup('backup');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-$standby->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_warmcache'\n"
-	  . "pg_warmcache.follow_primary = os\n"
-	  . "pg_warmcache.dump_interval = 0\n"
-	  . "log_min_messages = debug1\n");
-$standby->start;
+my $standby = following_standby($primary, 'standby',
+	"pg_warmcache.dump_interval = 0\nlog_min_messages = debug1\n");
 my $followed = $standby->data_dir . '/pg_warmcache.followed';
 $standby->wait_for_log(qr/the primary has not published its hot set yet/);
 

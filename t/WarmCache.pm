@@ -53,6 +53,9 @@ our @EXPORT = qw(
   write_dump_file
   evict_files
   resident_blocks
+  following_standby
+  publish_dump
+  wait_for_followed
 );
 
 # The magic number that starts a dump file: WC_FILE_MAGIC in
@@ -425,6 +428,55 @@ sub resident_blocks
 {
 	my ($path, $block_size) = @_;
 	return int(os_cached_bytes($path) / ($block_size // 8192));
+}
+
+
+# A streaming standby of $primary, from a new base backup, that follows the
+# primary's hot set in the OS cache, with $conf added; started, and caught
+# up.
+sub following_standby
+{
+	my ($primary, $name, $conf) = @_;
+	$primary->backup("backup_$name");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "backup_$name", has_streaming => 1);
+	$standby->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'pg_warmcache'\n"
+		  . "pg_warmcache.follow_primary = os\n"
+		  . ($conf // ''));
+	$standby->start;
+	$primary->wait_for_catchup($standby);
+	return $standby;
+}
+
+# A dump on $node, published in its channel table; returns its dump time.
+# Names are qualified: tests plant traps on the search path.
+sub publish_dump
+{
+	my ($node) = @_;
+	my $before = $node->safe_psql('postgres',
+		"SELECT coalesce(max(dumped_at), '-infinity') FROM public.warmcache_published"
+	);
+	$node->safe_psql('postgres', 'SELECT public.warmcache_dump_now()');
+	$node->poll_query_until('postgres',
+		"SELECT max(dumped_at) > '$before' FROM public.warmcache_published")
+	  or die 'timed out waiting for the publication';
+	return $node->safe_psql('postgres',
+		'SELECT max(dumped_at) FROM public.warmcache_published');
+}
+
+# Wait until $standby, caught up with $primary, followed the dump of
+# $dumped_at and a pass over it ended.
+sub wait_for_followed
+{
+	my ($primary, $standby, $dumped_at) = @_;
+	$primary->wait_for_catchup($standby);
+	$standby->poll_query_until('postgres',
+		"SELECT followed_dump_at = '$dumped_at' AND restore_source = 'follow'"
+		  . " AND restore_finished_at >= restore_started_at AND state = 'idle'"
+		  . ' FROM public.warmcache_status()')
+	  or die 'timed out waiting for ' . $standby->name . ' to follow';
+	return;
 }
 
 1;
