@@ -368,9 +368,11 @@ SELECT (SELECT count(*) FROM pg_buffercache
 sub settle
 {
 	my ($name) = @_;
-	my $dumped = sql($name,
-		'SELECT warmcache_dump_now(), last_dump_at FROM warmcache_status()');
-	$dumped = (split /\|/, $dumped)[1];
+	# Two statements: in one, warmcache_status() in FROM would be read
+	# before warmcache_dump_now() ran, and say no dump on a new leader.
+	sql($name, 'SELECT warmcache_dump_now()');
+	my $dumped = sql($name, 'SELECT last_dump_at FROM warmcache_status()');
+	die "no dump on $name" if $dumped eq '';
 	for my $r (grep { $_ ne $name } sort keys %member)
 	{
 		poll(
