@@ -35,7 +35,7 @@ my $standby = following_standby($primary, 'standby',
 	"pg_warmcache.dump_interval = 1\npg_warmcache.dump_os_cache = off\nlog_min_messages = debug1\n");
 
 my $first = publish_dump($primary);
-wait_for_followed($primary, $standby, $first);
+wait_for_followed_pass($primary, $standby, $first);
 is(status($standby, 'follow_state'), 'following', 'the standby follows');
 
 # The standby: replay holds the lock.
@@ -71,7 +71,7 @@ ok( $standby->poll_query_until(
 		'postgres', "SELECT follow_state = 'following' FROM warmcache_status()"),
 	'standby: following again after the lock is released');
 my $second = publish_dump($primary);
-wait_for_followed($primary, $standby, $second);
+wait_for_followed_pass($primary, $standby, $second);
 is(header(slurp_bin($standby->data_dir . '/pg_warmcache.followed'))->{dumped_at},
 	header(slurp_bin($primary->data_dir . '/pg_warmcache.blocks'))->{dumped_at},
 	'standby: the followed file is the primary\'s new dump');

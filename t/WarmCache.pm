@@ -55,7 +55,7 @@ our @EXPORT = qw(
   resident_blocks
   following_standby
   publish_dump
-  wait_for_followed
+  wait_for_followed_pass
 );
 
 # The magic number that starts a dump file: WC_FILE_MAGIC in
@@ -467,7 +467,7 @@ sub publish_dump
 
 # Wait until $standby, caught up with $primary, followed the dump of
 # $dumped_at and a pass over it ended.
-sub wait_for_followed
+sub wait_for_followed_pass
 {
 	my ($primary, $standby, $dumped_at) = @_;
 	$primary->wait_for_catchup($standby);
