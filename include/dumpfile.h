@@ -34,7 +34,8 @@
 #define WC_FOLLOWED_TMP_FILE "pg_warmcache.followed.tmp"
 
 #define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
-#define WC_DUMP_VERSION		2	/* 1 had no OS tier; it is still read */
+#define WC_DUMP_VERSION		3	/* 1 (no OS tier) and 2 (runs of 28 bytes)
+									 * are still read */
 #define WC_MAX_RANK			BM_MAX_USAGE_COUNT
 
 /*
@@ -64,7 +65,10 @@ typedef struct WarmFileHeader
 								 * header up to crc */
 } WarmFileHeader;
 
-/* On-disk run: count consecutive blocks sharing rank and relation fork. */
+/*
+ * A run: count consecutive blocks sharing rank and relation fork.  The
+ * record of versions 1 and 2 on disk; version 3 encodes it (runcodec.c).
+ */
 typedef struct WarmRun
 {
 	uint32		rank;			/* usage count at dump time, 0..5, or
@@ -82,7 +86,10 @@ StaticAssertDecl(sizeof(WarmFileHeader) == 56,
 StaticAssertDecl(sizeof(WarmRun) == 28,
 				 "a run record of the dump file is 28 bytes (docs/design.md)");
 
-/* Reads a dump file run by run. */
+/*
+ * Reads a dump file run by run.  A position (wc_reader_position()) is a
+ * file offset where reading can resume, at a rank's first run.
+ */
 typedef struct WarmFileReader
 {
 	FILE	   *fp;
@@ -90,9 +97,13 @@ typedef struct WarmFileReader
 	bool		across_xacts;	/* fp is not from AllocateFile() */
 	WarmFileHeader hdr;
 	uint64		runs_left;
+	/* versions 1 and 2: runs of 28 bytes */
 	WarmRun    *buf;
 	int			nbuf;
 	int			pos;
+	uint64		next_index;		/* of the next run in the file */
+	/* version 3: runcodec.c */
+	struct CompactReader *compact;
 } WarmFileReader;
 
 /* What checking the dump file found. */
@@ -116,7 +127,9 @@ extern void wc_set_aside_bad_file(const char *path, const char *problem,
 extern bool wc_reader_open(WarmFileReader *reader, const char *path,
 						   bool across_xacts);
 extern bool wc_reader_next(WarmFileReader *reader, WarmRun *run);
-extern void wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n);
+extern uint64 wc_reader_position(const WarmFileReader *reader);
+extern void wc_reader_seek(WarmFileReader *reader, uint64 position,
+						   uint64 n);
 extern void wc_reader_close(WarmFileReader *reader);
 extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
 extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);

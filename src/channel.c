@@ -91,6 +91,7 @@
 #include "dumpfile.h"
 #include "pacer.h"
 #include "pg_warmcache.h"
+#include "runcodec.h"
 
 /* The size of a row's piece of the file. */
 #define WC_CHUNK_BYTES		(1024 * 1024)
@@ -679,16 +680,31 @@ close_channel_table(ChannelTable *ct)
 		table_close(ct->rel, NoLock);
 }
 
+/* A size or a range of sizes in bytes, in words for a log line. */
+static char *
+size_words(uint64 min_size, uint64 max_size)
+{
+	if (min_size == max_size)
+		return psprintf("%llu bytes", (unsigned long long) max_size);
+	return psprintf("%llu to %llu bytes", (unsigned long long) min_size,
+					(unsigned long long) max_size);
+}
+
 /*
- * The size of a dump file whose header is hdr, if this server accepts it;
- * otherwise 0 with *problem.  The header's counts bound everything that is
- * read or written afterwards, so they are checked first: a file may name
- * at most wc_saved_blocks_limit() blocks, in as many runs at most.
+ * The size of a dump file whose header is hdr, if this server accepts it:
+ * between *min_size and the size returned (exactly that up to version 2,
+ * whose runs take 28 bytes each; 2 to WC_MAX_ENCODED_RUN bytes a run from
+ * version 3 on).  Otherwise 0, with *problem.  The header's counts bound
+ * everything that is read or written afterwards, so they are checked
+ * first: a file may name at most wc_saved_blocks_limit() blocks, in as
+ * many runs at most.
  */
 static uint64
-announced_size(const WarmFileHeader *hdr, char **problem)
+announced_size(const WarmFileHeader *hdr, uint64 *min_size, char **problem)
 {
 	uint64		limit = wc_saved_blocks_limit();
+	uint64		run_max = hdr->version < 3 ? sizeof(WarmRun) : WC_MAX_ENCODED_RUN;
+	uint64		run_min = hdr->version < 3 ? sizeof(WarmRun) : 2;
 
 	if (hdr->magic != WC_DUMP_MAGIC)
 	{
@@ -698,23 +714,23 @@ announced_size(const WarmFileHeader *hdr, char **problem)
 	}
 	if (hdr->nruns > limit || hdr->nblocks > limit)
 	{
-		char		size[64];
+		char	   *size;
 
-		if (hdr->nruns <= (PG_UINT64_MAX - sizeof(WarmFileHeader)) / sizeof(WarmRun))
-			snprintf(size, sizeof(size), "%llu bytes",
-					 (unsigned long long) (sizeof(WarmFileHeader) +
-										   hdr->nruns * sizeof(WarmRun)));
+		if (hdr->nruns <= (PG_UINT64_MAX - sizeof(WarmFileHeader)) / run_max)
+			size = size_words(sizeof(WarmFileHeader) + hdr->nruns * run_min,
+							  sizeof(WarmFileHeader) + hdr->nruns * run_max);
 		else
-			strlcpy(size, "over 2^64 bytes", sizeof(size));
-		*problem = psprintf("its header announces %llu blocks in %llu runs, a file of %s; this server accepts at most %llu blocks, a file of %llu bytes",
+			size = "over 2^64 bytes";
+		*problem = psprintf("its header announces %llu blocks in %llu runs, a file of %s; this server accepts at most %llu blocks, a file of %s",
 							(unsigned long long) hdr->nblocks,
 							(unsigned long long) hdr->nruns, size,
 							(unsigned long long) limit,
-							(unsigned long long) (sizeof(WarmFileHeader) +
-												  limit * sizeof(WarmRun)));
+							size_words(sizeof(WarmFileHeader) + limit * run_min,
+									   sizeof(WarmFileHeader) + limit * run_max));
 		return 0;
 	}
-	return sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun);
+	*min_size = sizeof(WarmFileHeader) + hdr->nruns * run_min;
+	return sizeof(WarmFileHeader) + hdr->nruns * run_max;
 }
 
 /*
@@ -730,6 +746,7 @@ publish_file(ChannelTable *ct)
 	struct stat st;
 	WarmFileHeader hdr;
 	uint64		size = 0;
+	uint64		min_size = 0;
 	char	   *problem = NULL;
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -754,10 +771,10 @@ publish_file(ChannelTable *ct)
 	if (read(fd, &hdr, sizeof(hdr)) != sizeof(hdr))
 		problem = psprintf("file is truncated: %lld bytes, shorter than its header",
 						   (long long) st.st_size);
-	else if ((size = announced_size(&hdr, &problem)) != 0 &&
-			 (uint64) st.st_size != size)
-		problem = psprintf("it has %lld bytes, its header announces %llu",
-						   (long long) st.st_size, (unsigned long long) size);
+	else if ((size = announced_size(&hdr, &min_size, &problem)) != 0 &&
+			 ((uint64) st.st_size < min_size || (uint64) st.st_size > size))
+		problem = psprintf("it has %lld bytes, its header announces %s",
+						   (long long) st.st_size, size_words(min_size, size));
 	if (problem != NULL)
 	{
 		/* A dump this server wrote never gets here. */
@@ -769,6 +786,7 @@ publish_file(ChannelTable *ct)
 		CloseTransientFile(fd);
 		return;
 	}
+	size = (uint64) st.st_size; /* within what the header allows */
 
 	scan = systable_beginscan(ct->rel, InvalidOid, false, GetActiveSnapshot(),
 							  0, NULL);
@@ -865,6 +883,7 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 	TimestampTz first_dumped_at = 0;
 	int32		expect = 0;
 	uint64		size = 0;
+	uint64		min_size = 0;
 	uint64		bytes = 0;
 	int			fd;
 
@@ -929,7 +948,7 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 			WarmFileHeader hdr;
 
 			memcpy(&hdr, VARDATA_ANY(data), sizeof(hdr));
-			size = announced_size(&hdr, problem);
+			size = announced_size(&hdr, &min_size, problem);
 			if (size == 0)
 				break;
 			if (hdr.dumped_at != dumped_at)
@@ -958,9 +977,9 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 		if ((Pointer) data != DatumGetPointer(datum))
 			pfree(data);
 	}
-	if (*problem == NULL && bytes != size)
-		*problem = psprintf("the rows hold %llu bytes, the header announces %llu",
-							(unsigned long long) bytes, (unsigned long long) size);
+	if (*problem == NULL && (bytes < min_size || bytes > size))
+		*problem = psprintf("the rows hold %llu bytes, the header announces %s",
+							(unsigned long long) bytes, size_words(min_size, size));
 	if (pg_fsync(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

@@ -45,6 +45,7 @@
 #include "dumpfile.h"
 #include "oscache.h"
 #include "pg_warmcache.h"
+#include "runcodec.h"
 
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256
@@ -54,6 +55,9 @@ typedef struct RunWriter
 {
 	FILE	   *fp;
 	const char *path;
+	bool		compact;		/* the dump file's encoding (runcodec.c), not
+								 * the scratch file's records */
+	RunCoder	coder;
 	bool		have;			/* cur holds a run not yet written */
 	WarmRun		cur;
 	uint64		nruns;
@@ -131,11 +135,20 @@ same_fork(const WarmRun *a, const WarmRun *b)
 static void
 writer_emit(RunWriter *w, const WarmRun *run)
 {
-	if (fwrite(run, sizeof(WarmRun), 1, w->fp) != 1)
+	uint8		bytes[WC_MAX_ENCODED_RUN];
+	const void *data = run;
+	size_t		len = sizeof(WarmRun);
+
+	if (w->compact)
+	{
+		len = wc_encode_run(&w->coder, run, bytes);
+		data = bytes;
+	}
+	if (fwrite(data, len, 1, w->fp) != 1)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", w->path)));
-	COMP_CRC32C(w->crc, run, sizeof(WarmRun));
+	COMP_CRC32C(w->crc, data, len);
 	w->nruns++;
 	w->nblocks += run->count;
 }
@@ -383,6 +396,7 @@ write_runs(DumpJob *job)
 	WarmFileHeader hdr;
 
 	job->out.path = WC_DUMP_TMP_FILE;
+	job->out.compact = true;
 	job->out.fp = open_for_writing(WC_DUMP_TMP_FILE);
 	memset(&hdr, 0, sizeof(hdr));	/* written again at the end */
 	if (fwrite(&hdr, sizeof(hdr), 1, job->out.fp) != 1)
@@ -631,6 +645,111 @@ check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
 }
 
 /*
+ * The runs of a file of version 1 or 2: nruns records of 28 bytes, and
+ * nothing after them.  Adds their bytes to *crc and their blocks to
+ * *blocks; returns the problem, or NULL.
+ */
+static char *
+check_fixed_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
+				 pg_crc32c *crc, uint64 *blocks)
+{
+	uint64		body = (uint64) size - sizeof(WarmFileHeader);
+	WarmRun		prev;
+	WarmRun		run;
+	uint64		i;
+	char	   *bad;
+
+	if (hdr->nruns > body / sizeof(WarmRun))
+		return psprintf("file is truncated: %lld bytes, the header announces %llu runs",
+						(long long) size, (unsigned long long) hdr->nruns);
+	if (body != hdr->nruns * sizeof(WarmRun))
+		return psprintf("file has %llu bytes of trailing data",
+						(unsigned long long) (body - hdr->nruns * sizeof(WarmRun)));
+	for (i = 0; i < hdr->nruns; i++)
+	{
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (fread(&run, sizeof(run), 1, fp) != 1)
+			return psprintf("could not read run %llu", (unsigned long long) i);
+		COMP_CRC32C(*crc, &run, sizeof(run));
+		if ((bad = check_run(i, &run, i > 0 ? &prev : NULL, hdr->version)) != NULL)
+			return bad;
+		*blocks += run.count;
+		prev = run;
+	}
+	return NULL;
+}
+
+/*
+ * The runs of a file of version 3 (runcodec.c): as many as the header
+ * announces, each well formed, and nothing after them.  Each run takes 2
+ * to WC_MAX_ENCODED_RUN bytes, which bounds the file's size by its header
+ * before anything is decoded.  Adds the bytes to *crc and the blocks to
+ * *blocks; returns the problem, or NULL.
+ */
+static char *
+check_compact_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
+				   pg_crc32c *crc, uint64 *blocks)
+{
+	uint64		body = (uint64) size - sizeof(WarmFileHeader);
+	ByteSource *src;
+	RunCoder	coder;
+	WarmRun		prev;
+	WarmRun		run;
+	uint64		i = 0;
+	bool		group_start;
+	const char *malformed;
+	char	   *bad = NULL;
+
+	if (body < 2 * hdr->nruns)
+		return psprintf("file is truncated: %lld bytes, the header announces %llu runs",
+						(long long) size, (unsigned long long) hdr->nruns);
+	if (body > WC_MAX_ENCODED_RUN * hdr->nruns)
+		return psprintf("file has %llu bytes, more than %llu runs can take",
+						(unsigned long long) body,
+						(unsigned long long) hdr->nruns);
+	src = palloc(sizeof(ByteSource));
+	memset(&coder, 0, sizeof(coder));
+	wc_byte_source_init(src, fp, sizeof(WarmFileHeader), (uint64) size, crc);
+	for (;;)
+	{
+		DecodeResult r;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (i == hdr->nruns)
+		{
+			uint64		at = wc_byte_source_offset(src);
+
+			/* Nothing may follow the last run. */
+			if (at < (uint64) size)
+				bad = psprintf("file has %llu bytes of trailing data",
+							   (unsigned long long) ((uint64) size - at));
+			break;
+		}
+		r = wc_decode_run(src, &coder, &run, &group_start, &malformed);
+		if (r == WC_DECODE_END || r == WC_DECODE_CUT)
+			break;				/* fewer runs than announced: truncated */
+		if (r == WC_DECODE_BAD)
+			bad = psprintf("run %llu is malformed: %s",
+						   (unsigned long long) i, malformed);
+		else
+			bad = check_run(i, &run, i > 0 ? &prev : NULL, hdr->version);
+		if (bad != NULL)
+			break;
+		*blocks += run.count;
+		prev = run;
+		i++;
+	}
+	pfree(src);
+	if (bad == NULL && i != hdr->nruns)
+		bad = psprintf("file is truncated: %lld bytes, it holds %llu of the %llu runs its header announces",
+					   (long long) size, (unsigned long long) i,
+					   (unsigned long long) hdr->nruns);
+	return bad;
+}
+
+/*
  * Check the dump file from end to end, before anything reads it: a file
  * that fails any check is unusable as a whole.  On WC_FILE_BAD, *problem
  * says what is wrong in words for a log line.  The checks are one list, in
@@ -653,9 +772,6 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 	FILE	   *fp;
 	struct stat st;
 	pg_crc32c	crc;
-	WarmRun		prev;
-	WarmRun		run;
-	uint64		i;
 	uint64		blocks = 0;
 	WarmFileHeader copy;
 	char	   *bad;
@@ -699,26 +815,10 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 			(unsigned long long) hdr->sysid,
 			(unsigned long long) GetSystemIdentifier());
 	BAD_IF(check_claims(hdr));
-	if (hdr->nruns > (uint64) (st.st_size - sizeof(WarmFileHeader)) / sizeof(WarmRun))
-		BAD("file is truncated: %lld bytes, the header announces %llu runs",
-			(long long) st.st_size, (unsigned long long) hdr->nruns);
-	if ((uint64) st.st_size != sizeof(WarmFileHeader) + hdr->nruns * sizeof(WarmRun))
-		BAD("file has %llu bytes of trailing data",
-			(unsigned long long) (st.st_size - sizeof(WarmFileHeader) -
-								  hdr->nruns * sizeof(WarmRun)));
-
 	INIT_CRC32C(crc);
-	for (i = 0; i < hdr->nruns; i++)
-	{
-		if ((i & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		if (fread(&run, sizeof(run), 1, fp) != 1)
-			BAD("could not read run %llu", (unsigned long long) i);
-		COMP_CRC32C(crc, &run, sizeof(run));
-		BAD_IF(check_run(i, &run, i > 0 ? &prev : NULL, hdr->version));
-		blocks += run.count;
-		prev = run;
-	}
+	BAD_IF(hdr->version < 3 ?
+		   check_fixed_runs(fp, st.st_size, hdr, &crc, &blocks) :
+		   check_compact_runs(fp, st.st_size, hdr, &crc, &blocks));
 	copy = *hdr;
 	header_crc(&copy, &crc);
 	if (copy.crc != hdr->crc)
@@ -760,9 +860,19 @@ wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
 			 errdetail("It could not be renamed to \"%s\": %m.", bad)));
 }
 
+/* What a reader of a file of version 3 keeps. */
+typedef struct CompactReader
+{
+	ByteSource	src;
+	RunCoder	coder;
+	uint64		group_offset;	/* of the last run's group header */
+	bool		group_start;	/* the last run began its group */
+} CompactReader;
+
 /*
  * Open the dump file for reading run by run.  Returns false if there is
- * none.  Callers check the file first; the reader trusts it.
+ * none.  Callers check the file first; the reader trusts its checks, but
+ * what it cannot decode is still an error, never a wrong run.
  *
  * NB: a file from AllocateFile() is closed at the end of the transaction.
  * A reader that lives across transactions (the restore worker's) passes
@@ -794,44 +904,115 @@ wc_reader_open(WarmFileReader *reader, const char *path, bool across_xacts)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("dump file \"%s\" is not usable", path)));
 	reader->runs_left = reader->hdr.nruns;
-	reader->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
+	if (reader->hdr.version < 3)
+		reader->buf = palloc(sizeof(WarmRun) * WC_MERGE_BUF);
+	else
+	{
+		reader->compact = palloc0(sizeof(CompactReader));
+		wc_byte_source_init(&reader->compact->src, reader->fp,
+							sizeof(WarmFileHeader), PG_UINT64_MAX, NULL);
+	}
 	return true;
 }
 
 /*
- * Make the reader return the runs idx .. idx + n - 1 of the file.
+ * Where the run last returned begins, for wc_reader_seek(): in a file of
+ * version 3, only the first run of a group has a position of its own, and
+ * a rank's first run is always one.
+ */
+uint64
+wc_reader_position(const WarmFileReader *reader)
+{
+	if (reader->compact == NULL)
+	{
+		Assert(reader->next_index > 0);
+		return sizeof(WarmFileHeader) +
+			(reader->next_index - 1) * sizeof(WarmRun);
+	}
+	Assert(reader->compact->group_start);
+	return reader->compact->group_offset;
+}
+
+/*
+ * Make the reader return the n runs from position (wc_reader_position())
+ * on, or fewer if the file ends first.
  */
 void
-wc_reader_seek(WarmFileReader *reader, uint64 idx, uint64 n)
+wc_reader_seek(WarmFileReader *reader, uint64 position, uint64 n)
 {
-	if (idx > reader->hdr.nruns ||
-		fseeko(reader->fp, (off_t) (sizeof(WarmFileHeader) + idx * sizeof(WarmRun)),
-			   SEEK_SET) != 0)
+	uint64		idx = 0;
+
+	if (reader->compact == NULL)
+		idx = (position - sizeof(WarmFileHeader)) / sizeof(WarmRun);
+	if (position < sizeof(WarmFileHeader) || idx > reader->hdr.nruns ||
+		fseeko(reader->fp, (off_t) position, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not seek in file \"%s\": %m", reader->path)));
-	reader->runs_left = Min(n, reader->hdr.nruns - idx);
-	reader->nbuf = reader->pos = 0;
+	if (reader->compact == NULL)
+	{
+		reader->runs_left = Min(n, reader->hdr.nruns - idx);
+		reader->next_index = idx;
+		reader->nbuf = reader->pos = 0;
+		return;
+	}
+	reader->runs_left = n;
+	memset(&reader->compact->coder, 0, sizeof(RunCoder));
+	wc_byte_source_init(&reader->compact->src, reader->fp, position,
+						PG_UINT64_MAX, NULL);
+}
+
+static bool
+reader_next_compact(WarmFileReader *reader, WarmRun *run)
+{
+	CompactReader *c = reader->compact;
+	uint64		at = wc_byte_source_offset(&c->src);
+	const char *problem = NULL;
+
+	switch (wc_decode_run(&c->src, &c->coder, run, &c->group_start, &problem))
+	{
+		case WC_DECODE_RUN:
+			if (c->group_start)
+				c->group_offset = at;
+			return true;
+		case WC_DECODE_END:
+			return false;
+		case WC_DECODE_CUT:
+		case WC_DECODE_BAD:
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("dump file \"%s\" is corrupt: %s", reader->path, problem)));
+	return false;				/* keep the compiler quiet */
 }
 
 bool
 wc_reader_next(WarmFileReader *reader, WarmRun *run)
 {
+	if (reader->runs_left == 0)
+		return false;
+	if (reader->compact != NULL)
+	{
+		if (!reader_next_compact(reader, run))
+			return false;
+		reader->runs_left--;
+		return true;
+	}
 	if (reader->pos >= reader->nbuf)
 	{
 		size_t		want = Min(reader->runs_left, (uint64) WC_MERGE_BUF);
 
-		if (want == 0)
-			return false;
 		if (fread(reader->buf, sizeof(WarmRun), want, reader->fp) != want)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("dump file \"%s\" is truncated", reader->path)));
-		reader->runs_left -= want;
 		reader->nbuf = (int) want;
 		reader->pos = 0;
 	}
 	*run = reader->buf[reader->pos++];
+	reader->runs_left--;
+	reader->next_index++;
 	return true;
 }
 
@@ -846,4 +1027,7 @@ wc_reader_close(WarmFileReader *reader)
 	if (reader->buf)
 		pfree(reader->buf);
 	reader->buf = NULL;
+	if (reader->compact)
+		pfree(reader->compact);
+	reader->compact = NULL;
 }

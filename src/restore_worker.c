@@ -123,7 +123,7 @@ static int	restore_slot = -1;
 /* Where each rank's runs are in the file, and how many are ours. */
 typedef struct RankPlan
 {
-	uint64		first[WC_RANK_SLOTS];	/* index of the rank's first run */
+	uint64		first[WC_RANK_SLOTS];	/* position of the rank's first run */
 	uint64		nruns[WC_RANK_SLOTS];	/* runs of the rank in the file */
 	uint64		my_blocks[WC_RANK_SLOTS];
 	uint64		my_runs[WC_RANK_SLOTS];
@@ -172,7 +172,6 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 {
 	WarmFileReader r;
 	WarmRun		run;
-	uint64		idx = 0;
 
 	memset(plan, 0, sizeof(*plan));
 	if (!wc_reader_open(&r, wc_source_file(wc_shared->restore_source), true))
@@ -183,7 +182,7 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 
 		CHECK_FOR_INTERRUPTS();
 		if (plan->nruns[rank]++ == 0)
-			plan->first[rank] = idx;
+			plan->first[rank] = wc_reader_position(&r);
 		if (slot_owns_run(slot, &run))
 		{
 			BlockNumber start = run.start;
@@ -200,7 +199,6 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 				start = end;
 			}
 		}
-		idx++;
 	}
 	wc_reader_close(&r);
 }

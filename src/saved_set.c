@@ -6,7 +6,7 @@
  *
  * warmcache_blocks() returns a row per block, too many to count at every
  * scrape of a metrics exporter.  This function reads the dump file's run
- * records only (28 bytes per run of blocks) and sums them per tier; a
+ * runs only (a few bytes per run of blocks) and sums them per tier; a
  * backend that asks again for the same file (same dump time and run count
  * in its header) gets the sums it made last time without reading further
  * than the header.  It needs neither the shared state nor a lock: the

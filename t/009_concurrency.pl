@@ -48,7 +48,7 @@ sub check_file
 	my $bytes = slurp_bin($file);
 	my $h = header($bytes);
 	ok( $h->{magic} == MAGIC
-		  && length($bytes) == HEADER_SIZE + $h->{nruns} * RUN_SIZE,
+		  && whole_file($bytes),
 		"$name: the file is complete");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()'),
 		$h->{nblocks}, "$name: warmcache_blocks() reads it");

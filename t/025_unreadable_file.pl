@@ -79,7 +79,7 @@ $node->poll_query_until('postgres',
 my $new = slurp_bin($file);
 my $h = header($new);
 ok( $h->{magic} == MAGIC
-	  && length($new) == HEADER_SIZE + $h->{nruns} * RUN_SIZE
+	  && whole_file($new)
 	  && $h->{nblocks} > 0,
 	'a periodic dump wrote a new file');
 

@@ -197,8 +197,23 @@ wait_for_restore_line($node, $offset);
 cmp_ok(resident_blocks($path{big}), '>=', 0.95 * $rel_blocks{big},
 	'after a second restart: the OS cache holds big again');
 
-# A file of format version 1 (no OS tier) is still read.
+# A file of format version 2 (runs of 28 bytes) is still read, both tiers:
+# a restore worker finds each rank's runs by their record index there, by
+# a group's file offset in version 3.
 my $h = header($saved);
+$node->stop;
+write_dump_file($file, { %$h, version => 2 }, [ runs($saved) ]);
+evict_files(relation_files());
+$offset = -s $node->logfile;
+$node->start;
+$line = wait_for_restore_line($node, $offset);
+like($line, qr/restored \d+ of $h->{nblocks} blocks/, 'a version 2 file is restored');
+unlike(slurp_file($node->logfile, $offset), qr/not usable/,
+	'a version 2 file is not set aside');
+cmp_ok(resident_blocks($path{big}), '>=', 0.95 * $rel_blocks{big},
+	'a version 2 file: the OS cache holds big again');
+
+# A file of format version 1 (no OS tier) is still read.
 my @v1_runs = grep { $_->[0] != 0x100 } runs($saved);
 $node->stop;
 write_dump_file($file, { %$h, version => 1 }, \@v1_runs);

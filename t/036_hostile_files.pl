@@ -2,11 +2,14 @@
 #
 # Hostile dump files: each has a valid checksum and this cluster's system
 # identifier, so only the checks of what the runs say can refuse it.  Runs
-# that overlap within a rank, a run past 2^32 blocks, a header that claims more blocks than the server
-# could ever hold: each is refused with a log line that names the problem,
-# set aside as pg_warmcache.blocks.corrupt, and no block of the table it
-# names is read, in shared buffers (pg_buffercache) or the OS page cache
-# (fincore on the table's file, evicted before the start).  The OS tier
+# that overlap within a rank, a run past 2^32 blocks, a header that claims
+# more blocks than the server could ever hold, and bytes that do not
+# decode (a number too long or not in its shortest form, a run before any
+# group header, a run past the largest block number): each is refused
+# with a log line that names the problem, set aside as
+# pg_warmcache.blocks.corrupt, and no block of the table it names is read,
+# in shared buffers (pg_buffercache) or the OS page cache (fincore on the
+# table's file, evicted before the start).  The OS tier
 # naming the blocks of the buffer tier is by design, and such a file is
 # restored.  A standby that follows its primary refuses the same hostile
 # file when it is published in warmcache_published, and reads nothing.
@@ -74,16 +77,26 @@ sub dump_bytes
 }
 
 # The bytes of a file whose header claims $nblocks blocks in $nruns runs,
-# followed by the runs @$runs, with a valid checksum.
-sub claiming_bytes
+# followed by the bytes $body, with a valid checksum.
+sub raw_bytes
 {
-	my ($nblocks, $nruns, $runs) = @_;
-	my $body = join('', map { pack('L7', @$_) } @$runs);
+	my ($nblocks, $nruns, $body) = @_;
 	my $head = pack('L4 Q q Q Q L', @h{qw(magic version pg_major blcksz sysid dumped_at)},
 		$nblocks, $nruns, 0);
 	my $crc = crc32c(crc32c(0xFFFFFFFF, $body), $head) ^ 0xFFFFFFFF;
 	return $head . pack('L', $crc) . $body;
 }
+
+# The same, followed by the runs @$runs.
+sub claiming_bytes
+{
+	my ($nblocks, $nruns, $runs) = @_;
+	return raw_bytes($nblocks, $nruns, encode_runs(@$runs));
+}
+
+# The encoding (version 3) of a group header of t's main fork in rank 1:
+# a run of one block without its two bytes.
+my $t_group = substr(encode_runs(trun(1, 0, 1)), 0, -2);
 
 # 300 runs of one rank, each from block i to the end of t: ordered, but
 # the restore would read t 300 times.
@@ -115,6 +128,27 @@ my @cases = (
 		'a truncated file claiming more runs than blocks',
 		claiming_bytes(10, 1_000_000, [ trun(1, 0, 10) ]),
 		qr/the header announces 1000000 runs for 10 blocks, but every run holds at least one block/
+	],
+	# Version 3's encoding, malformed.
+	[
+		'a number longer than 32 bits',
+		raw_bytes(1, 1, $t_group . "\xFF\xFF\xFF\xFF\x7F\x00"),
+		qr/run 0 is malformed: a run's gap is longer than 32 bits or not in its shortest form/
+	],
+	[
+		'a number not in its shortest form',
+		raw_bytes(1, 1, $t_group . "\x81\x00\x00"),
+		qr/run 0 is malformed: a run's gap is longer than 32 bits or not in its shortest form/
+	],
+	[
+		'a run before any group header',
+		raw_bytes(1, 1, "\x01\x00"),
+		qr/run 0 is malformed: a run comes before any group header/
+	],
+	[
+		'a run that begins past the largest block number',
+		raw_bytes($n + 1, 2, encode_runs(trun(1, 0, $n)) . leb128(0xFFFFFFFF) . "\x00"),
+		qr/run 1 is malformed: a run begins past the largest possible block/
 	],);
 
 # Stop, put $bytes in place of the dump file, evict t from the OS cache

@@ -49,6 +49,9 @@ our @EXPORT = qw(
   write_bin
   header
   runs
+  encode_runs
+  leb128
+  whole_file
   crc32c
   write_dump_file
   evict_files
@@ -68,8 +71,9 @@ use constant HEADER_SIZE => 56;
 use constant RUN_SIZE => 28;
 
 # The dump file's format version (WC_DUMP_VERSION in include/dumpfile.h);
-# version 1, without the OS tier, is still read.
-use constant FORMAT_VERSION => 2;
+# version 1, without the OS tier, and version 2, with runs of RUN_SIZE
+# bytes, are still read.  Version 3 encodes the runs (src/runcodec.c).
+use constant FORMAT_VERSION => 3;
 
 # A new node, initialized with the arguments %init of init() and started,
 # with pg_warmcache preloaded, its periodic dumps off
@@ -366,17 +370,100 @@ sub header
 }
 
 # The runs of the dump file $bytes, as array references
-# [rank, db, spc, relnumber, fork, start, count].
+# [rank, db, spc, relnumber, fork, start, count]: records of RUN_SIZE
+# bytes up to version 2, decoded from version 3 on.
 sub runs
 {
 	my ($bytes) = @_;
 	my $h = header($bytes);
 	my @runs;
-	for my $i (0 .. $h->{nruns} - 1)
+	if ($h->{version} < 3)
 	{
-		push @runs, [ unpack('L7', substr($bytes, HEADER_SIZE + $i * RUN_SIZE, RUN_SIZE)) ];
+		for my $i (0 .. $h->{nruns} - 1)
+		{
+			push @runs,
+			  [ unpack('L7', substr($bytes, HEADER_SIZE + $i * RUN_SIZE, RUN_SIZE)) ];
+		}
+		return @runs;
+	}
+	# Unsigned LEB128, lowest 7 bits first (Perl's 'w' is highest first).
+	my @b = unpack('C*', substr($bytes, HEADER_SIZE));
+	my @num;
+	my ($v, $shift) = (0, 0);
+	for my $byte (@b)
+	{
+		$v |= ($byte & 0x7F) << $shift;
+		$shift += 7;
+		next if $byte & 0x80;
+		push @num, $v;
+		($v, $shift) = (0, 0);
+	}
+	my (@key, $end);
+	while (@num)
+	{
+		my $head = shift @num;
+		if ($head == 0)
+		{
+			@key = splice(@num, 0, 5);
+			$end = 0;
+			$head = shift @num;
+		}
+		my $count = shift(@num) + 1;
+		my $start = $end + $head - 1;
+		push @runs, [ @key, $start, $count ];
+		$end = $start + $count;
 	}
 	return @runs;
+}
+
+# Whether the dump file $bytes holds exactly what its header announces:
+# nruns records of RUN_SIZE bytes up to version 2; from version 3 on,
+# nruns runs that encode_runs() writes back byte for byte.
+sub whole_file
+{
+	my ($bytes) = @_;
+	my $h = header($bytes);
+	return length($bytes) == HEADER_SIZE + $h->{nruns} * RUN_SIZE
+	  if $h->{version} < 3;
+	my @runs = runs($bytes);
+	return scalar(@runs) == $h->{nruns}
+	  && encode_runs(@runs) eq substr($bytes, HEADER_SIZE);
+}
+
+# The number $v as version 3 of the file encodes it: unsigned LEB128, 7
+# bits a byte, the lowest first.
+sub leb128
+{
+	my ($v) = @_;
+	my $out = '';
+	while ($v >= 0x80)
+	{
+		$out .= chr(($v & 0x7F) | 0x80);
+		$v >>= 7;
+	}
+	return $out . chr($v);
+}
+
+# The runs @runs (array references as runs() returns them, in file order)
+# encoded as version 3 does (src/runcodec.c).
+sub encode_runs
+{
+	my (@runs) = @_;
+	my $leb = \&leb128;
+	my ($body, $key, $end) = ('', '', 0);
+	for my $r (@runs)
+	{
+		my $k = join(',', @$r[ 0 .. 4 ]);
+		# A run that does not move on (a hostile file's) starts a group again.
+		if ($k ne $key || $r->[5] < $end)
+		{
+			$body .= chr(0) . join('', map { $leb->($_) } @$r[ 0 .. 4 ]);
+			($key, $end) = ($k, 0);
+		}
+		$body .= $leb->($r->[5] - $end + 1) . $leb->($r->[6] - 1);
+		$end = $r->[5] + $r->[6];
+	}
+	return $body;
 }
 
 # CRC-32C (Castagnoli) of $bytes, continuing from $crc (a running value
@@ -399,11 +486,15 @@ sub crc32c
 }
 
 # Write a dump file at $path with the header fields %$h (nblocks, nruns
-# and crc computed) and the runs @$runs, as the server would.
+# and crc computed) and the runs @$runs, as the server would: in records
+# of RUN_SIZE bytes for a version below 3, encoded from 3 on.
 sub write_dump_file
 {
 	my ($path, $h, $runs) = @_;
-	my $body = join('', map { pack('L7', @$_) } @$runs);
+	my $body =
+	  $h->{version} < 3
+	  ? join('', map { pack('L7', @$_) } @$runs)
+	  : encode_runs(@$runs);
 	my $nblocks = 0;
 	$nblocks += $_->[6] for @$runs;
 	my $head = pack('L4 Q q Q Q L', $h->{magic}, $h->{version}, $h->{pg_major},

@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * runcodec.h
+ *		The compact encoding of the dump file's runs (format version 3).
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/runcodec.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_RUNCODEC_H
+#define PG_WARMCACHE_RUNCODEC_H
+
+#include "postgres.h"
+
+#include <stdio.h>
+
+#include "dumpfile.h"
+
+/* The longest encoding of one run: a group header and the run itself. */
+#define WC_MAX_ENCODED_RUN	(1 + 5 * 5 + 5 + 5)
+
+/* Bytes of a compact file being read, through a buffer. */
+#define WC_BYTE_BUF			8192
+
+/* The state the encoding of runs carries from one run to the next. */
+typedef struct RunCoder
+{
+	bool		in_group;		/* key holds the current group's key */
+	WarmRun		key;			/* rank and relation fork of the group */
+	uint64		prev_end;		/* end of the group's last run */
+} RunCoder;
+
+/* A compact file's bytes, read through a buffer. */
+typedef struct ByteSource
+{
+	FILE	   *fp;
+	uint64		offset;			/* file offset of buf[0] */
+	uint64		limit;			/* file offset past the last byte to read */
+	int			n;				/* bytes in buf */
+	int			pos;			/* next byte of buf */
+	pg_crc32c  *crc;			/* if set, every byte read goes into it */
+	uint8		buf[WC_BYTE_BUF];
+} ByteSource;
+
+/* What decoding found. */
+typedef enum DecodeResult
+{
+	WC_DECODE_RUN,				/* a run */
+	WC_DECODE_END,				/* the end of the bytes, between runs */
+	WC_DECODE_CUT,				/* the end of the bytes, within a run */
+	WC_DECODE_BAD				/* malformed: *problem says how */
+} DecodeResult;
+
+extern int	wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out);
+extern void wc_byte_source_init(ByteSource *src, FILE *fp, uint64 offset,
+								uint64 limit, pg_crc32c *crc);
+extern uint64 wc_byte_source_offset(const ByteSource *src);
+extern DecodeResult wc_decode_run(ByteSource *src, RunCoder *coder,
+								  WarmRun *run, bool *group_start,
+								  const char **problem);
+
+#endif							/* PG_WARMCACHE_RUNCODEC_H */

@@ -1,0 +1,283 @@
+/*-------------------------------------------------------------------------
+ *
+ * runcodec.c
+ *		The compact encoding of the dump file's runs (format version 3).
+ *
+ * Versions 1 and 2 of the file store each run as seven 32-bit fields, 28
+ * bytes, whatever it holds.  A fragmented cache (every other block cached)
+ * is one run per block, so 28 bytes a block: 1.7 GB of file, and of WAL
+ * at each publication to standbys, per terabyte of shared buffers.
+ * Version 3 stores what the sort order makes small:
+ *
+ * - Runs of one rank and relation fork follow one another in the file.
+ *   They form a group, which begins with a group header: a 0 byte, then
+ *   rank, database, tablespace, relation and fork.
+ * - Each run of a group is two numbers: the gap from the end of the run
+ *   before it (from block 0 for the first), plus one, so that it is never
+ *   0; then its block count minus one.
+ *
+ * Numbers are unsigned LEB128: 7 bits a byte, the lowest first, the high
+ * bit set on every byte but the last; at most 5 bytes for 32 bits, and
+ * always the shortest form.  Single-block runs one block apart take 2
+ * bytes a block; a long run takes 2 to 10 bytes in all.  A relation fork
+ * costs its header once per rank it has blocks in: 6 to 26 bytes.
+ *
+ * Decoding checks the shape of the bytes (a number too long or cut off, a
+ * run before any group header, a header without a run, a run past the
+ * largest block number) and returns the problem in words; what the runs
+ * mean (order, disjointness, ranks, forks) dumpfile.c checks as for every
+ * version.  Memory: one buffer of WC_BYTE_BUF bytes per reader.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/runcodec.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "runcodec.h"
+
+/* The first byte of a group header. */
+#define WC_GROUP_TAG	0
+
+static int
+put_number(uint8 *out, uint32 v)
+{
+	int			n = 0;
+
+	while (v >= 0x80)
+	{
+		out[n++] = (uint8) (v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8) v;
+	return n;
+}
+
+static bool
+same_group(const WarmRun *a, const WarmRun *b)
+{
+	return a->rank == b->rank && a->db == b->db && a->spc == b->spc &&
+		a->relnumber == b->relnumber && a->fork == b->fork;
+}
+
+/*
+ * Encode run, which follows the runs coder has seen in file order, into
+ * out (at least WC_MAX_ENCODED_RUN bytes); returns the bytes written.
+ */
+int
+wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out)
+{
+	int			n = 0;
+
+	if (!coder->in_group || !same_group(&coder->key, run))
+	{
+		out[n++] = WC_GROUP_TAG;
+		n += put_number(out + n, run->rank);
+		n += put_number(out + n, run->db);
+		n += put_number(out + n, run->spc);
+		n += put_number(out + n, run->relnumber);
+		n += put_number(out + n, run->fork);
+		coder->key = *run;
+		coder->in_group = true;
+		coder->prev_end = 0;
+	}
+
+	/* The writer merges what touches or overlaps: runs only move on. */
+	if (run->start < coder->prev_end || run->count == 0)
+		elog(ERROR, "pg_warmcache: run of relation %u at block %u is out of order",
+			 run->relnumber, run->start);
+	n += put_number(out + n, (uint32) (run->start - coder->prev_end) + 1);
+	n += put_number(out + n, run->count - 1);
+	coder->prev_end = (uint64) run->start + run->count;
+	return n;
+}
+
+void
+wc_byte_source_init(ByteSource *src, FILE *fp, uint64 offset, uint64 limit,
+					pg_crc32c *crc)
+{
+	src->fp = fp;
+	src->offset = offset;
+	src->limit = limit;
+	src->n = src->pos = 0;
+	src->crc = crc;
+}
+
+/* The file offset of the next byte to be read. */
+uint64
+wc_byte_source_offset(const ByteSource *src)
+{
+	return src->offset + src->pos;
+}
+
+/* The next byte, or -1 at the limit. */
+static int
+next_byte(ByteSource *src)
+{
+	if (src->pos >= src->n)
+	{
+		uint64		left;
+		size_t		want;
+		size_t		got;
+
+		src->offset += src->n;
+		src->n = src->pos = 0;
+		left = src->limit > src->offset ? src->limit - src->offset : 0;
+		if (left == 0)
+			return -1;
+		want = (size_t) Min(left, (uint64) WC_BYTE_BUF);
+		got = fread(src->buf, 1, want, src->fp);
+		if (got == 0)
+		{
+			if (ferror(src->fp))
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not read dump file: %m")));
+			src->limit = src->offset;	/* the end of the file */
+			return -1;
+		}
+		if (src->crc)
+			COMP_CRC32C(*src->crc, src->buf, got);
+		src->n = (int) got;
+	}
+	return src->buf[src->pos++];
+}
+
+/* What reading a number found. */
+typedef enum NumberResult
+{
+	NUMBER_OK,
+	NUMBER_END,					/* the limit, before its first byte */
+	NUMBER_CUT,					/* the limit, within it */
+	NUMBER_BAD					/* longer than 32 bits, or not in its
+								 * shortest form */
+} NumberResult;
+
+static NumberResult
+get_number(ByteSource *src, uint32 *v)
+{
+	uint64		value = 0;
+	int			i;
+
+	for (i = 0; i < 5; i++)
+	{
+		int			b = next_byte(src);
+
+		if (b < 0)
+			return i == 0 ? NUMBER_END : NUMBER_CUT;
+		value |= (uint64) (b & 0x7F) << (7 * i);
+		if ((b & 0x80) == 0)
+		{
+			if ((b == 0 && i > 0) || value > PG_UINT32_MAX)
+				return NUMBER_BAD;
+			*v = (uint32) value;
+			return NUMBER_OK;
+		}
+	}
+	return NUMBER_BAD;
+}
+
+/*
+ * A number within a run's encoding: the limit there means the bytes were
+ * cut off.  Returns the result for wc_decode_run(), or WC_DECODE_RUN if
+ * the number was read.
+ */
+static DecodeResult
+get_inner_number(ByteSource *src, uint32 *v, const char *what,
+				 const char **problem)
+{
+	switch (get_number(src, v))
+	{
+		case NUMBER_OK:
+			return WC_DECODE_RUN;
+		case NUMBER_END:
+		case NUMBER_CUT:
+			*problem = psprintf("%s is cut off", what);
+			return WC_DECODE_CUT;
+		case NUMBER_BAD:
+			break;
+	}
+	*problem = psprintf("%s is longer than 32 bits or not in its shortest form",
+						what);
+	return WC_DECODE_BAD;
+}
+
+/*
+ * Decode the next run into *run.  *group_start says whether it began a
+ * group (a rank's first run always does: the rank is part of the group's
+ * key).  On WC_DECODE_BAD or WC_DECODE_CUT, *problem says what is wrong.
+ */
+DecodeResult
+wc_decode_run(ByteSource *src, RunCoder *coder, WarmRun *run,
+			  bool *group_start, const char **problem)
+{
+	uint32		head;
+	uint32		less_one;
+	uint64		start;
+	DecodeResult r;
+
+	*group_start = false;
+	switch (get_number(src, &head))
+	{
+		case NUMBER_OK:
+			break;
+		case NUMBER_END:
+			return WC_DECODE_END;
+		case NUMBER_CUT:
+			*problem = "a run is cut off";
+			return WC_DECODE_CUT;
+		case NUMBER_BAD:
+			*problem = "a run's first number is longer than 32 bits or not in its shortest form";
+			return WC_DECODE_BAD;
+	}
+	if (head == WC_GROUP_TAG)
+	{
+		static const char *const field[5] = {"rank", "database", "tablespace",
+		"relation", "fork"};
+		uint32		f[5];
+		int			i;
+
+		for (i = 0; i < 5; i++)
+			if ((r = get_inner_number(src, &f[i],
+									  psprintf("a group header's %s", field[i]),
+									  problem)) != WC_DECODE_RUN)
+				return r;
+		memset(&coder->key, 0, sizeof(coder->key));
+		coder->key.rank = f[0];
+		coder->key.db = f[1];
+		coder->key.spc = f[2];
+		coder->key.relnumber = f[3];
+		coder->key.fork = f[4];
+		coder->in_group = true;
+		coder->prev_end = 0;
+		*group_start = true;
+		if ((r = get_inner_number(src, &head, "a run's gap", problem)) != WC_DECODE_RUN)
+			return r;
+		if (head == WC_GROUP_TAG)
+		{
+			*problem = "a group header is not followed by a run";
+			return WC_DECODE_BAD;
+		}
+	}
+	else if (!coder->in_group)
+	{
+		*problem = "a run comes before any group header";
+		return WC_DECODE_BAD;
+	}
+	if ((r = get_inner_number(src, &less_one, "a run's block count", problem)) != WC_DECODE_RUN)
+		return r;
+	start = coder->prev_end + (head - 1);
+	if (start > MaxBlockNumber || less_one == PG_UINT32_MAX)
+	{
+		*problem = "a run begins past the largest possible block, or holds more blocks than a relation can";
+		return WC_DECODE_BAD;
+	}
+	*run = coder->key;
+	run->start = (BlockNumber) start;
+	run->count = less_one + 1;
+	coder->prev_end = start + run->count;
+	return WC_DECODE_RUN;
+}
