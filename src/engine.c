@@ -840,6 +840,7 @@ static void
 join_share(WarmPacer *pacer)
 {
 	WarmAdviceShare *share = pacer ? pacer->advice_share : NULL;
+	uint32		members;
 
 	Assert(member_of == NULL);
 	if (share == NULL || !share->count_members)
@@ -850,9 +851,11 @@ join_share(WarmPacer *pacer)
 		member_exit_registered = true;
 	}
 	advice_lock(share);
-	share->advice.members++;
+	members = ++share->advice.members;
 	advice_unlock(share);
 	member_of = share;
+	elog(DEBUG2, "pg_warmcache: %u process%s in the shared measurement of advice",
+		 members, members > 1 ? "es" : "");
 }
 
 /* Report a measurement that advice_account() ended. */
