@@ -19,6 +19,7 @@
 
 #include "port/atomics.h"
 
+#include "dumpfile.h"
 #include "engine.h"
 
 #define WC_MAX_RESTORE_WORKERS 32
@@ -90,6 +91,9 @@ typedef struct RestoreSlot
 	bool		connected;		/* set by the worker once connected */
 	RestoreOutcome outcome;		/* set by the worker as it ends */
 	RestorePosition resume;		/* in: where to start; out: where to go on */
+	uint64		first[WC_RANK_SLOTS];	/* in: where its database's runs of
+										 * each rank are in the file */
+	uint64		nruns[WC_RANK_SLOTS];	/* in: how many */
 	pg_atomic_uint64 processed; /* blocks restored or skipped */
 } RestoreSlot;
 

@@ -59,6 +59,7 @@
 #include "storage/latch.h"
 #include "storage/pmsignal.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -115,6 +116,9 @@ typedef struct DbShare
 {
 	Oid			db;
 	uint64		blocks;			/* in the file */
+	uint64		first[WC_RANK_SLOTS];	/* position of its first run of each
+										 * rank (wc_reader_position()) */
+	uint64		nruns[WC_RANK_SLOTS];	/* its runs of each rank */
 	uint64		processed;		/* by its workers that ended */
 	int			nstripes;
 	Stripe		stripes[WC_MAX_STRIPES];
@@ -185,27 +189,49 @@ share_cmp(const void *a, const void *b)
 	return x->db < y->db ? -1 : (x->db > y->db ? 1 : 0);
 }
 
+/* Which share a database's runs go to, while count_shares() reads. */
+typedef struct ShareEntry
+{
+	Oid			db;				/* the hash key */
+	int			index;			/* into leader->shares */
+} ShareEntry;
+
 /*
- * Count the file's blocks per database.  The list is short: one entry per
- * database.
+ * Count the file's blocks per database, and where each database's runs of
+ * each rank are: the file is sorted by rank, then database, so they follow
+ * one another, and a worker reads its own runs only (restore_worker.c),
+ * whatever the number of databases.  One pass over the file, a hash look-up
+ * per run: linear in the file.  Memory: an entry per database.
  */
 static void
 count_shares(RestoreLeader *leader)
 {
 	WarmFileReader reader;
 	WarmRun		run;
+	HASHCTL		ctl;
+	HTAB	   *byoid;
 	int			cap = 0;
 	int			i;
 
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(ShareEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	byoid = hash_create("pg_warmcache restore shares", 64, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	if (wc_reader_open(&reader, wc_source_file(wc_shared->restore_source), false))
 	{
 		while (!leader->stopped && wc_reader_next(&reader, &run))
 		{
+			int			rank = wc_rank_slot(run.rank);
+			ShareEntry *entry;
+			DbShare    *share;
+			bool		found;
+
 			if ((++leader->counted & 1023) == 0)
 				leader_check_stop(leader);
-			for (i = 0; i < leader->nshares && leader->shares[i].db != run.db; i++)
-				;
-			if (i == leader->nshares)
+			entry = hash_search(byoid, &run.db, HASH_ENTER, &found);
+			if (!found)
 			{
 				if (leader->nshares == cap)
 				{
@@ -214,18 +240,23 @@ count_shares(RestoreLeader *leader)
 						repalloc(leader->shares, cap * sizeof(DbShare)) :
 						palloc(cap * sizeof(DbShare));
 				}
-				memset(&leader->shares[i], 0, sizeof(DbShare));
-				leader->shares[i].db = run.db;
-				leader->nshares++;
+				entry->index = leader->nshares++;
+				share = &leader->shares[entry->index];
+				memset(share, 0, sizeof(DbShare));
+				share->db = run.db;
 				if (run.db != InvalidOid)
 					leader->ndbs++;
 			}
-			leader->shares[i].blocks += run.count;
+			share = &leader->shares[entry->index];
+			if (share->nruns[rank]++ == 0)
+				share->first[rank] = wc_reader_position(&reader);
+			share->blocks += run.count;
 			if (run.rank == WC_RANK_OS)
 				leader->os_tier_blocks += run.count;
 		}
 		wc_reader_close(&reader);
 	}
+	hash_destroy(byoid);
 	if (leader->nshares > 1)
 		qsort(leader->shares, leader->nshares, sizeof(DbShare), share_cmp);
 
@@ -385,6 +416,8 @@ start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db)
 	slot->connected = false;
 	slot->outcome = WC_OUTCOME_RUNNING;
 	slot->resume = stripe->resume;
+	memcpy(slot->first, share->first, sizeof(slot->first));
+	memcpy(slot->nruns, share->nruns, sizeof(slot->nruns));
 	slot->pid = 0;
 	pg_atomic_write_u64(&slot->processed, 0);
 

@@ -5,10 +5,11 @@
  *
  * The leader (restore.c) starts one or more of these per database, and one
  * for the shared catalogs, which connects to some database that allows
- * connections (a shared relation cannot be opened without one).  Each reads the
- * file in its order (hottest rank first, then physical order), keeps its
- * own runs (its database's, or its stripes of them) and restores them in
- * passes, in batches of one relation fork, the OS tier's last.  A batch
+ * connections (a shared relation cannot be opened without one).  Each
+ * reads its database's runs only, where the leader found them in the file,
+ * in the file's order (hottest rank first, then physical order), keeps its
+ * stripes of them and restores them in passes, in batches of one relation
+ * fork, the OS tier's last.  A batch
  * keeps its tier: one deferred from the buffer tier and retried after the
  * OS tier's pass is still restored, and counted, as the buffer tier's.
  * For each batch, in a short transaction, it looks the relation up by
@@ -43,6 +44,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_tablespace_d.h"
 #include "miscadmin.h"
@@ -110,6 +112,11 @@ typedef struct RestoreWorker
 
 static int	restore_slot = -1;
 
+/* The relations whose relcache entries a worker keeps: remember_opened(). */
+#define WC_RELCACHE_KEEP	1024
+static Oid	opened[WC_RELCACHE_KEEP];
+static int	opened_count = 0;
+
 /*
  * A rank whose runs (of this worker) are at least this many blocks long on
  * average gets a pass of its own.  Shorter runs would be read at the
@@ -120,11 +127,11 @@ static int	restore_slot = -1;
  */
 #define WC_DENSE_RUN	8
 
-/* Where each rank's runs are in the file, and how many are ours. */
+/* Where this database's runs of each rank are, and how many are ours. */
 typedef struct RankPlan
 {
-	uint64		first[WC_RANK_SLOTS];	/* position of the rank's first run */
-	uint64		nruns[WC_RANK_SLOTS];	/* runs of the rank in the file */
+	uint64		first[WC_RANK_SLOTS];	/* position of its first run */
+	uint64		nruns[WC_RANK_SLOTS];	/* its runs of the rank */
 	uint64		my_blocks[WC_RANK_SLOTS];
 	uint64		my_runs[WC_RANK_SLOTS];
 	uint64		share[WC_RANK_SLOTS];	/* of my_blocks, in my stripes */
@@ -167,26 +174,35 @@ stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
 							 ((uint64) stripe_no + 1) * WC_STRIPE_BLOCKS);
 }
 
+/*
+ * What this worker has of each rank: the leader says where its database's
+ * runs of each rank are (restore.c), so it reads those and no other
+ * database's.
+ */
 static void
 plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 {
 	WarmFileReader r;
 	WarmRun		run;
+	int			rank;
 
 	memset(plan, 0, sizeof(*plan));
 	if (!wc_reader_open(&r, wc_source_file(wc_shared->restore_source), true))
 		return;
-	while (wc_reader_next(&r, &run))
+	for (rank = 0; rank < WC_RANK_SLOTS; rank++)
 	{
-		int			rank = wc_rank_slot(run.rank);
-
-		CHECK_FOR_INTERRUPTS();
-		if (plan->nruns[rank]++ == 0)
-			plan->first[rank] = wc_reader_position(&r);
-		if (slot_owns_run(slot, &run))
+		if (slot->nruns[rank] == 0)
+			continue;
+		plan->first[rank] = slot->first[rank];
+		plan->nruns[rank] = slot->nruns[rank];
+		wc_reader_seek(&r, slot->first[rank], slot->nruns[rank]);
+		while (wc_reader_next(&r, &run))
 		{
 			BlockNumber start = run.start;
 
+			CHECK_FOR_INTERRUPTS();
+			if (!slot_owns_run(slot, &run) || wc_rank_slot(run.rank) != rank)
+				continue;
 			plan->my_blocks[rank] += run.count;
 			plan->my_runs[rank]++;
 			while (start < run.start + run.count)
@@ -334,6 +350,34 @@ set_tier(RestoreWorker *w, bool os_tier)
 }
 
 /*
+ * A relation this worker opened, whose relcache entry it drops later.  A
+ * worker visits each relation once per rank and tier it has blocks in:
+ * keeping every entry would grow its memory with the number of relations
+ * it restores, some kilobytes each (a database of 200,000 partitions).  So
+ * the entries of the last WC_RELCACHE_KEEP relations opened are kept, for
+ * their next batches, and then dropped together.  Catalogs' entries serve
+ * the look-ups too and are never dropped; their number is fixed.
+ */
+static void
+remember_opened(Oid relid)
+{
+	int			i;
+
+	if (relid < FirstNormalObjectId)
+		return;
+	if (opened_count > 0 && opened[opened_count - 1] == relid)
+		return;
+	if (opened_count == WC_RELCACHE_KEEP)
+	{
+		/* None of them is open: each batch closes its relation. */
+		for (i = 0; i < opened_count; i++)
+			RelationForgetRelation(opened[i]);
+		opened_count = 0;
+	}
+	opened[opened_count++] = relid;
+}
+
+/*
  * The body of restore_batch(), in a transaction of its own so that the
  * lock is held only while the batch's blocks are read.
  */
@@ -395,7 +439,10 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 	}
 	count_skipped(w, batch->counting, WC_SKIP_GONE, gone);
 	if (rel != NULL)
+	{
 		relation_close(rel, AccessShareLock);
+		remember_opened(relid);
+	}
 	return result;
 }
 
