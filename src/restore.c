@@ -358,7 +358,16 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	else if (verdict == DB_EXCLUDED)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED], rest);
 	else
+	{
 		note_incomplete(leader, "a restore worker did not finish");
+		if (!leader->stopped)
+			ereport(LOG,
+					(errmsg("pg_warmcache: the restore of %s left %llu of its %llu blocks unhandled",
+							OidIsValid(share->db) ?
+							psprintf("database %u", share->db) : "the shared catalogs",
+							(unsigned long long) rest,
+							(unsigned long long) share->blocks)));
+	}
 }
 
 /* Give up the stripes of a share that have not started or stepped out. */

@@ -175,6 +175,22 @@ stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
 }
 
 /*
+ * Open the file the restore reads.  The leader checked it, and nothing
+ * removes it while a restore runs; were it gone, the share could not be
+ * restored, and the worker must not end as if it had been.
+ */
+static void
+open_source(WarmFileReader *r)
+{
+	const char *path = wc_source_file(wc_shared->restore_source);
+
+	if (!wc_reader_open(r, path, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("pg_warmcache: file \"%s\" is gone during the restore", path)));
+}
+
+/*
  * What this worker has of each rank: the leader says where its database's
  * runs of each rank are (restore.c), so it reads those and no other
  * database's.
@@ -187,8 +203,7 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 	int			rank;
 
 	memset(plan, 0, sizeof(*plan));
-	if (!wc_reader_open(&r, wc_source_file(wc_shared->restore_source), true))
-		return;
+	open_source(&r);
 	for (rank = 0; rank < WC_RANK_SLOTS; rank++)
 	{
 		if (slot->nruns[rank] == 0)
@@ -231,8 +246,7 @@ pass_open(PassReader *pr, const RankPlan *plan, int hi, int lo)
 
 		if (plan->my_blocks[rank] == 0)
 			continue;
-		if (!wc_reader_open(&pr->r[k], wc_source_file(wc_shared->restore_source), true))
-			break;
+		open_source(&pr->r[k]);
 		wc_reader_seek(&pr->r[k], plan->first[rank], plan->nruns[rank]);
 		pr->have[k] = wc_reader_next(&pr->r[k], &pr->cur[k]);
 		pr->n++;
@@ -814,12 +828,16 @@ restore_share(RestoreWorker *w)
 		}
 	}
 	if (hi >= 0 && !w->stopping && !w->stepping_out)
+	{
+		elog(DEBUG1, "pg_warmcache: restore pass over ranks %d to 0", hi);
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
+	}
 
 	/* Last, the OS tier: into the OS page cache only (set_tier). */
 	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->stepping_out)
 	{
 		retry_deferred(w, clipped, false);
+		elog(DEBUG1, "pg_warmcache: restore pass over the OS tier");
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);
