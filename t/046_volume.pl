@@ -48,7 +48,7 @@ for my $d (1 .. NDB)
 DO \$\$
 BEGIN
 	FOR i IN 1 .. @{[NTAB]} LOOP
-		EXECUTE format('CREATE TABLE t%s AS SELECT g AS id, repeat(''x'', 600) AS pad FROM generate_series(1, 580 + i) g', i);
+		EXECUTE format('CREATE TABLE t%s AS SELECT g AS id, repeat(''x'', 600) AS pad FROM generate_series(1, %s) g', i, 580 + i);
 	END LOOP;
 END \$\$;});
 	my $oid = $node->safe_psql('postgres',
