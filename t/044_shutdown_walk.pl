@@ -5,6 +5,9 @@
 # (WC_SHUTDOWN_WALK_MS in src/oscache.c), and the dump keeps what it found
 # until then.
 #
+# The postmaster signals each child twice (to its process and to its
+# process group); a request within 1 s of the walk's start is that copy.
+#
 # The walk opens every file whose name is a relation file's.  A FIFO under
 # such a name in the database's directory holds the walk in open() until a
 # writer comes, as a file on a stalled device would; the test then sends a
@@ -115,12 +118,20 @@ is(header(slurp_bin($file))->{magic}, MAGIC, 'bound: the saved file is whole');
 
 #---- Without a stall, the walk runs to its end ----
 
-$node->start;
-my $offset = -s $node->logfile;
-$node->stop;
-unlike(
-	slurp_file($node->logfile, $offset),
-	qr/stopped walking the relation files/,
-	'an ordinary shutdown walks every file');
+# The postmaster sends each child SIGTERM twice, to its process and to its
+# process group: the copy often comes after the worker began its shutdown
+# dump, and must not count as a second request.  It did in 10 of 12
+# shutdowns on a 2-core machine; five in a row make a miss unlikely.
+my $cut = 0;
+for (1 .. 5)
+{
+	$node->start;
+	my $offset = -s $node->logfile;
+	$node->stop;
+	$cut++
+	  if slurp_file($node->logfile, $offset) =~
+	  /stopped walking the relation files/;
+}
+is($cut, 0, 'ordinary shutdowns walk every file');
 
 done_testing();
