@@ -38,6 +38,7 @@
  */
 #include "postgres.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -97,6 +98,33 @@ autowarm_cancel_handler(SIGNAL_ARGS)
 	int			save_errno = errno;
 
 	wc_cancel_pending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * The postmaster signals each child twice, to its process and to its
+ * process group (signal_child()).  During the shutdown dump, a SIGTERM
+ * within this many ms of the first is that copy, not a second request; it
+ * may arrive while the dump is busy (a walk held in open() by a slow
+ * device), so the time is taken when it arrives, in the handler.
+ */
+#define WC_SECOND_REQUEST_MS	1000
+
+static struct timespec shutdown_dump_began;
+
+/* SIGTERM during the shutdown dump: a second request, unless the copy. */
+static void
+shutdown_dump_sigterm_handler(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - shutdown_dump_began.tv_sec) * 1000 +
+		(now.tv_nsec - shutdown_dump_began.tv_nsec) / 1000000 >=
+		WC_SECOND_REQUEST_MS)
+		ShutdownRequestPending = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
 }
@@ -395,7 +423,12 @@ pg_warmcache_main(Datum arg)
 	}
 	if (wc_autowarm)
 	{
-		/* From here on, a shutdown request is a second one (oscache.c). */
+		/*
+		 * From here on, a shutdown request is a second one (oscache.c), but
+		 * for the postmaster's copy of the first.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &shutdown_dump_began);
+		pqsignal(SIGTERM, shutdown_dump_sigterm_handler);
 		ShutdownRequestPending = false;
 		auto_dump(true);
 	}

@@ -25,11 +25,10 @@
  * periodic dump's walk stops at the autowarm worker's shutdown request
  * (the dump is then abandoned: the shutdown dump follows at once).  The
  * shutdown dump's walk runs after that request by design; it stops after
- * WC_SHUTDOWN_WALK_MS, or at a second shutdown request (one that comes
- * WC_SECOND_REQUEST_MS after the walk began; before, it is the
- * postmaster's second copy of the first), and the dump keeps what it found
- * until then, so that a fast shutdown of a huge cluster is not held up
- * without bound.  Any walk ends the process when the postmaster dies.
+ * WC_SHUTDOWN_WALK_MS, or at a second shutdown request (autowarm.c tells
+ * it from the postmaster's second copy of the first), and the dump keeps
+ * what it found until then, so that a fast shutdown of a huge cluster is
+ * not held up without bound.  Any walk ends the process when the postmaster dies.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -68,14 +67,6 @@
  * gives up waiting after 60 s by default.
  */
 #define WC_SHUTDOWN_WALK_MS	10000
-
-/*
- * The postmaster signals each child twice, to its process and to its
- * process group (signal_child()), so the autowarm worker may see the
- * shutdown request again just after it began the shutdown dump.  A request
- * within this many ms of the walk's start is that echo, not a second one.
- */
-#define WC_SECOND_REQUEST_MS	1000
 
 /* What a scan of the relation files needs at hand. */
 typedef struct OsScan
@@ -258,10 +249,6 @@ walk_stopped(OsScan *scan)
 	CHECK_FOR_INTERRUPTS();
 	if (!PostmasterIsAlive())
 		proc_exit(1);			/* the dump's exit callback removes its files */
-	if (ShutdownRequestPending && scan->shutdown &&
-		!TimestampDifferenceExceeds(scan->started, GetCurrentTimestamp(),
-									WC_SECOND_REQUEST_MS))
-		ShutdownRequestPending = false; /* the first request's echo */
 	if (ShutdownRequestPending)
 		scan->stopped = true;
 	else if (scan->shutdown &&

@@ -72,12 +72,16 @@ for (1 .. 600)
 is(scalar(@workers), 2, 'two restore workers share the tables');
 my ($victim, $survivor) = @workers;
 sleep(1);
-my $offset = -s $node->logfile;
 is($node->safe_psql('postgres', "SELECT pg_terminate_backend($victim)"),
 	't', 'one restore worker is terminated mid-restore');
+
+# Gone from pg_stat_activity: its exit callbacks ran, the one that leaves
+# the measurement before the one that clears its entry (they run in the
+# reverse order of registration).  Joins from then on must count one.
 $node->poll_query_until('postgres',
 	"SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $victim)")
   or die 'timed out waiting for the terminated worker to end';
+my $offset = -s $node->logfile;
 
 # The other one at full speed to its end.
 $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
