@@ -358,6 +358,7 @@ channel_database(bool *exists, bool *locked)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	Oid			found = InvalidOid;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	*exists = false;
 	*locked = false;
@@ -365,6 +366,7 @@ channel_database(bool *exists, bool *locked)
 	if (!ConditionalLockRelationOid(DatabaseRelationId, AccessShareLock))
 	{
 		CommitTransactionCommand();
+		MemoryContextSwitchTo(cxt);
 		*locked = true;
 		return InvalidOid;
 	}
@@ -386,6 +388,8 @@ channel_database(bool *exists, bool *locked)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+	/* The commit leaves TopMemoryContext current: nothing must go there. */
+	MemoryContextSwitchTo(cxt);
 	return found;
 }
 

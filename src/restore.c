@@ -272,6 +272,7 @@ check_database(Oid db)
 {
 	HeapTuple	tuple;
 	DbVerdict	verdict = DB_RESTORE;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	StartTransactionCommand();
 	tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(db));
@@ -288,6 +289,8 @@ check_database(Oid db)
 		ReleaseSysCache(tuple);
 	}
 	CommitTransactionCommand();
+	/* The commit leaves TopMemoryContext current: nothing must go there. */
+	MemoryContextSwitchTo(cxt);
 	return verdict;
 }
 
@@ -307,6 +310,7 @@ wc_connectable_database(const char *name, bool *exists)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	Oid			found = InvalidOid;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	*exists = false;
 	StartTransactionCommand();
@@ -330,6 +334,7 @@ wc_connectable_database(const char *name, bool *exists)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
 	return found;
 }
 

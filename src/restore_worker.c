@@ -476,6 +476,15 @@ restore_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 	{
 		result = restore_batch_in_xact(w, batch, clipped);
 		CommitTransactionCommand();
+		/* The commit leaves TopMemoryContext current: nothing must go there. */
+		MemoryContextSwitchTo(cxt);
+
+		/*
+		 * Send the relations' read counts on (at most once a second): a
+		 * backend does it when idle, a worker never is, and the counts of
+		 * every relation it visited would pile up until it exits.
+		 */
+		(void) pgstat_report_stat(false);
 	}
 	PG_CATCH();
 	{
@@ -872,6 +881,10 @@ pg_warmcache_restore_main(Datum arg)
 	w.batch_cxt = AllocSetContextCreate(TopMemoryContext,
 										"pg_warmcache deferred batches",
 										ALLOCSET_DEFAULT_SIZES);
+	/* What the worker allocates outside a batch's transaction */
+	MemoryContextSwitchTo(AllocSetContextCreate(TopMemoryContext,
+												"pg_warmcache restore worker",
+												ALLOCSET_DEFAULT_SIZES));
 	w.mode = wc_shared->restore_mode;
 	wc_pacer_init(&w.pacer, w.slot, w.mode);
 

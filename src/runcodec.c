@@ -235,15 +235,15 @@ wc_decode_run(ByteSource *src, RunCoder *coder, WarmRun *run,
 	}
 	if (head == WC_GROUP_TAG)
 	{
-		static const char *const field[5] = {"rank", "database", "tablespace",
-		"relation", "fork"};
+		/* Constant words: a string made per group would pile up. */
+		static const char *const field[5] = {"a group header's rank",
+			"a group header's database", "a group header's tablespace",
+		"a group header's relation", "a group header's fork"};
 		uint32		f[5];
 		int			i;
 
 		for (i = 0; i < 5; i++)
-			if ((r = get_inner_number(src, &f[i],
-									  psprintf("a group header's %s", field[i]),
-									  problem)) != WC_DECODE_RUN)
+			if ((r = get_inner_number(src, &f[i], field[i], problem)) != WC_DECODE_RUN)
 				return r;
 		memset(&coder->key, 0, sizeof(coder->key));
 		coder->key.rank = f[0];

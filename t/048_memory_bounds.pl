@@ -1,0 +1,139 @@
+# Copyright (c) 2026, pg_warmcache developers
+#
+# Memory stays bounded: a restore worker's while it goes through thousands
+# of relations, the autowarm worker's across restores.  The oracle is
+# PostgreSQL's own accounting: pg_log_backend_memory_contexts() makes the
+# process log its memory contexts' "Grand total".
+#
+# 5,000 one-block tables are restored at 2 MB/s (256 blocks a second), and
+# the worker is asked every 2 s while it works, with the restore's
+# progress beside.  The budget (docs/design.md, "Costs at scale"): about
+# 1.2 MB of its own; the relcache entries of at most 1,024 relations,
+# which it then drops, about 4 MB; and PostgreSQL's per-process caches of
+# each relation visited (the statistics system's reference, the
+# relfilenode map's entry), about 150 bytes each.  So its total stays
+# under 8 MB; and from 1,500 blocks after it began to grow (the tables'
+# blocks come after the catalogs', and the relcache entries are then past
+# their cap), it grows by less than 250 bytes a block: the read counts it
+# kept until exit (about 230 bytes a relation) or the decoder's strings
+# (800) fail that.  Then three
+# restores in a row, of blocks already in place: the autowarm worker's
+# total after each must be the same within 64 kB.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use WarmCache;
+
+use constant NTAB => 5000;
+
+my $node = start_node('memory', "shared_buffers = 64MB\nmax_locks_per_transaction = 256\n");
+create_extensions($node);
+$node->safe_psql('postgres', 'CREATE SCHEMA many');
+for (my $i = 1; $i <= NTAB; $i += 500)
+{
+	my $last = $i + 499;
+	$node->safe_psql(
+		'postgres', qq{
+DO \$\$ BEGIN
+  FOR i IN $i .. $last LOOP
+    EXECUTE format('CREATE TABLE many.t%s (id int, pad text); INSERT INTO many.t%s VALUES (1, ''x'')', i, i);
+  END LOOP;
+END \$\$});
+}
+$node->safe_psql('postgres', 'CHECKPOINT');
+
+# The saved set: the tables, read after a cold start.
+restart_cold($node);
+for (my $i = 1; $i <= NTAB; $i += 500)
+{
+	my $last = $i + 499;
+	$node->safe_psql('postgres',
+		"SELECT count(public.warm(('many.t' || g)::regclass)) FROM generate_series($i, $last) g"
+	);
+}
+my $saved = $node->safe_psql('postgres', 'SELECT public.warmcache_dump_now()');
+cmp_ok($saved, '>', NTAB, "the saved set holds $saved blocks");
+
+# The grand total of memory the process $pid logs when asked, or undef if
+# it is gone or does not answer within 5 s.
+sub grand_total
+{
+	my ($pid) = @_;
+	my $offset = -s $node->logfile;
+	return undef
+	  unless $node->safe_psql('postgres',
+		"SELECT pg_log_backend_memory_contexts($pid)") eq 't';
+	my $re = qr/\[$pid\] LOG:  Grand total: (\d+) bytes/;
+	for (1 .. 50)
+	{
+		my $log = slurp_file($node->logfile, $offset);
+		return $1 if $log =~ $re;
+		usleep(100_000);
+	}
+	return undef;
+}
+
+# A slow restore: one worker, 2 MB/s.
+$node->append_conf('postgresql.conf',
+	"pg_warmcache.max_restore_rate = 2\npg_warmcache.restore_workers = 1\n");
+$node->restart;
+my $worker;
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_warmcache restore' AND datname = 'postgres'"
+) or die 'no restore worker in database postgres';
+$worker = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_warmcache restore' AND datname = 'postgres'"
+);
+my (@samples, @done);
+for (1 .. 30)
+{
+	sleep 2;
+	last
+	  unless $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $worker") eq '1';
+	my $total = grand_total($worker);
+	next unless defined $total;
+	push @samples, $total;
+	push @done,
+	  $node->safe_psql('postgres',
+		'SELECT restore_blocks_done FROM public.warmcache_status()');
+}
+note("the restore worker's totals: @samples");
+note("blocks done at each: @done");
+cmp_ok(scalar(@samples), '>=', 5, 'the restore worker logged its memory at least 5 times');
+my $max = (sort { $b <=> $a } @samples)[0] // 0;
+cmp_ok($max, '<', 8 * 1024 * 1024, "the restore worker held at most $max bytes, under 8 MB");
+my ($j) = grep { $samples[$_] > 1.5 * $samples[0] } 0 .. $#samples;
+my ($k) = grep { defined $j && $done[$_] >= $done[$j] + 1500 } 0 .. $#done;
+ok(defined $k && $done[-1] - $done[$k] >= 1500,
+	'the samples past the relcache cap span at least 1,500 blocks');
+my $slope = defined $k ? ($samples[-1] - $samples[$k]) / (($done[-1] - $done[$k]) || 1) : 0;
+cmp_ok($slope, '<', 250,
+	sprintf('past the relcache cap it grew by %.0f bytes a block, under 250', $slope));
+wait_for_restore($node);
+
+# Restores in a row: the autowarm worker's memory does not grow.
+$node->append_conf('postgresql.conf', "pg_warmcache.max_restore_rate = 0\n");
+$node->reload;
+my $leader = $node->safe_psql('postgres', 'SELECT worker_pid FROM public.warmcache_status()');
+my @totals;
+for (1 .. 3)
+{
+	my $offset = -s $node->logfile;
+	$node->safe_psql('postgres', 'SELECT public.warmcache_restore_now()');
+	wait_for_restore_line($node, $offset);
+	push @totals, grand_total($leader);
+}
+note("the autowarm worker's totals: @totals");
+cmp_ok(abs($totals[2] - $totals[0]), '<', 64 * 1024,
+	"the autowarm worker's memory is the same after three restores ($totals[0], $totals[2])");
+
+done_testing();
