@@ -33,6 +33,12 @@
 #error "pg_warmcache requires PostgreSQL 15 or later"
 #endif
 
+/*---- varlena macros (VARDATA, SET_VARSIZE): their own header from 16 ----*/
+
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 /*---- Relation file identifiers: RelFileNode became RelFileLocator in 16 ----*/
 
 #include "utils/relmapper.h"

@@ -32,6 +32,11 @@
 /* On a standby: the primary's hot set it follows (channel.c). */
 #define WC_FOLLOWED_FILE	"pg_warmcache.followed"
 #define WC_FOLLOWED_TMP_FILE "pg_warmcache.followed.tmp"
+#define WC_FOLLOWED_PART_FILE "pg_warmcache.followed.part"
+
+/* On a primary: its copy of what it last published (channel.c). */
+#define WC_PUBLISHED_FILE	"pg_warmcache.published"
+#define WC_PUBLISHED_TMP_FILE "pg_warmcache.published.tmp"
 
 #define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
 #define WC_DUMP_VERSION		3	/* 1 (no OS tier) and 2 (runs of 28 bytes)
@@ -131,6 +136,11 @@ extern uint64 wc_reader_position(const WarmFileReader *reader);
 extern void wc_reader_seek(WarmFileReader *reader, uint64 position,
 						   uint64 n);
 extern void wc_reader_close(WarmFileReader *reader);
+struct RunWriter;
+extern void wc_writer_begin(struct RunWriter *w, const char *path);
+extern void wc_writer_finish(struct RunWriter *w, TimestampTz dumped_at,
+							 WarmFileHeader *hdr);
+extern void wc_writer_abandon(struct RunWriter *w);
 extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
 extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "dumpfile.h"
+#include "lib/stringinfo.h"
 
 /* The longest encoding of one run: a group header and the run itself. */
 #define WC_MAX_ENCODED_RUN	(1 + 5 * 5 + 5 + 5)
@@ -33,6 +34,26 @@ typedef struct RunCoder
 	uint64		prev_end;		/* end of the group's last run */
 } RunCoder;
 
+/*
+ * Where runs go, in file order: a dump file, the dump's scratch file of
+ * fixed-size records, or (wc_writer_begin_memory()) bytes in memory.
+ * Runs that touch are merged into one.
+ */
+typedef struct RunWriter
+{
+	FILE	   *fp;
+	const char *path;
+	StringInfo	mem;			/* if set, the bytes go here, not to fp */
+	bool		compact;		/* the dump file's encoding (runcodec.c), not
+								 * the scratch file's records */
+	RunCoder	coder;
+	bool		have;			/* cur holds a run not yet written */
+	WarmRun		cur;
+	uint64		nruns;
+	uint64		nblocks;
+	pg_crc32c	crc;
+} RunWriter;
+
 /* A compact file's bytes, read through a buffer. */
 typedef struct ByteSource
 {
@@ -41,6 +62,7 @@ typedef struct ByteSource
 	uint64		limit;			/* file offset past the last byte to read */
 	int			n;				/* bytes in buf */
 	int			pos;			/* next byte of buf */
+	const uint8 *mem;			/* if set, the bytes are here, not in fp */
 	pg_crc32c  *crc;			/* if set, every byte read goes into it */
 	uint8		buf[WC_BYTE_BUF];
 } ByteSource;
@@ -57,9 +79,14 @@ typedef enum DecodeResult
 extern int	wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out);
 extern void wc_byte_source_init(ByteSource *src, FILE *fp, uint64 offset,
 								uint64 limit, pg_crc32c *crc);
+extern void wc_byte_source_init_memory(ByteSource *src, const uint8 *bytes,
+									   uint64 len, pg_crc32c *crc);
 extern uint64 wc_byte_source_offset(const ByteSource *src);
 extern DecodeResult wc_decode_run(ByteSource *src, RunCoder *coder,
 								  WarmRun *run, bool *group_start,
 								  const char **problem);
+extern void wc_writer_begin_memory(RunWriter *w, StringInfo buf);
+extern void wc_writer_add(RunWriter *w, const WarmRun *run);
+extern void wc_writer_flush(RunWriter *w);
 
 #endif							/* PG_WARMCACHE_RUNCODEC_H */

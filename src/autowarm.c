@@ -322,8 +322,10 @@ pg_warmcache_main(Datum arg)
 	}
 	LWLockRelease(wc_shared->lock);
 
-	/* A scratch file of a fetch that the server's crash interrupted */
+	/* Scratch files of a fetch or publication a crash interrupted */
 	(void) unlink(WC_FOLLOWED_TMP_FILE);
+	(void) unlink(WC_FOLLOWED_PART_FILE);
+	(void) unlink(WC_PUBLISHED_TMP_FILE);
 
 	in_recovery = RecoveryInProgress();
 	last_dump = GetCurrentTimestamp();

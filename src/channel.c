@@ -91,10 +91,17 @@
 #include "dumpfile.h"
 #include "pacer.h"
 #include "pg_warmcache.h"
+#include "pubdelta.h"
 #include "runcodec.h"
 
-/* The size of a row's piece of the file. */
+/* The size of a row's piece of the file, and the most a delta takes. */
 #define WC_CHUNK_BYTES		(1024 * 1024)
+
+/*
+ * The most deltas published after a full publication: a standby that
+ * follows none of them applies them all, one after the other.
+ */
+#define WC_MAX_DELTAS		32
 
 /*
  * The longest a channel worker waits for a lock it cannot take
@@ -738,12 +745,209 @@ announced_size(const WarmFileHeader *hdr, uint64 *min_size, char **problem)
 }
 
 /*
- * Replace the table's rows with the dump file, in the caller's
- * transaction: delete every row, then insert the file's chunks into the
- * heap (which moves them out of line into the TOAST table) and into the
- * primary key, as a catalog insert does.
+ * The fields of a row of the table; false if one is null, which no
+ * publication writes.
+ */
+static bool
+row_fields(HeapTuple tuple, TupleDesc desc, int32 *chunk,
+		   TimestampTz *dumped_at, Datum *data)
+{
+	Datum		values[WC_NCOLS];
+	bool		nulls[WC_NCOLS];
+
+	heap_deform_tuple(tuple, desc, values, nulls);
+	if (nulls[WC_COL_CHUNK] || nulls[WC_COL_DUMPED] || nulls[WC_COL_DATA])
+		return false;
+	*chunk = DatumGetInt32(values[WC_COL_CHUNK]);
+	*dumped_at = DatumGetTimestampTz(values[WC_COL_DUMPED]);
+	*data = values[WC_COL_DATA];
+	return true;
+}
+
+/*
+ * What the table holds: the last full publication in chunks 0, 1, ...,
+ * then the deltas published since, -1, -2, ..., each against the
+ * publication before it.
+ */
+typedef struct PublishedRows
+{
+	bool		have_full;		/* chunk 0 is there */
+	uint64		full_bytes;
+	int32		ndeltas;		/* the most negative chunk, negated */
+	int32		delta_rows;		/* rows of negative chunks */
+	uint64		delta_bytes;
+	TimestampTz latest_dumped_at;	/* of the last publication */
+} PublishedRows;
+
+/* Look at the table's rows, reading no data but their sizes. */
+static void
+published_rows(ChannelTable *ct, PublishedRows *pr)
+{
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	TimestampTz full_dumped_at = 0;
+
+	memset(pr, 0, sizeof(*pr));
+	scan = systable_beginscan(ct->rel, InvalidOid, false, GetActiveSnapshot(),
+							  0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		int32		n;
+		TimestampTz dumped_at;
+		Datum		data;
+		uint64		len;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!row_fields(tuple, RelationGetDescr(ct->rel), &n, &dumped_at, &data))
+			continue;
+		len = toast_raw_datum_size(data) - VARHDRSZ;
+		if (n >= 0)
+		{
+			pr->full_bytes += len;
+			if (n == 0)
+			{
+				pr->have_full = true;
+				full_dumped_at = dumped_at;
+			}
+		}
+		else
+		{
+			pr->delta_rows++;
+			pr->delta_bytes += len;
+			if (n == PG_INT32_MIN)
+				pr->ndeltas = PG_INT32_MAX;
+			else if (-n > pr->ndeltas)
+			{
+				pr->ndeltas = -n;
+				pr->latest_dumped_at = dumped_at;
+			}
+		}
+	}
+	systable_endscan(scan);
+	if (pr->ndeltas == 0)
+		pr->latest_dumped_at = full_dumped_at;
+}
+
+/* Insert a row (chunk, dumped_at, data), into the heap and the key. */
+static void
+insert_row(ChannelTable *ct, IndexInfo *info, int32 chunk,
+		   TimestampTz dumped_at, bytea *data)
+{
+	Datum		values[WC_NCOLS];
+	bool		nulls[WC_NCOLS] = {false, false, false};
+	HeapTuple	tuple;
+
+	values[WC_COL_CHUNK] = Int32GetDatum(chunk);
+	values[WC_COL_DUMPED] = TimestampTzGetDatum(dumped_at);
+	values[WC_COL_DATA] = PointerGetDatum(data);
+	tuple = heap_form_tuple(RelationGetDescr(ct->rel), values, nulls);
+	simple_heap_insert(ct->rel, tuple);
+	(void) index_insert(ct->index, &values[WC_COL_CHUNK], &nulls[WC_COL_CHUNK],
+						&tuple->t_self, ct->rel, UNIQUE_CHECK_YES, false,
+						info);
+	heap_freetuple(tuple);
+}
+
+/* Read want bytes at offset of the open file fd, named path; all or error. */
+static ssize_t
+read_exactly(int fd, char *buf, size_t want, off_t offset, const char *path)
+{
+	ssize_t		len = pg_pread(fd, buf, want, offset);
+
+	if (len < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", path)));
+	if (len != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not read file \"%s\": read %zd of %zu bytes",
+						path, len, want)));
+	return len;
+}
+
+/*
+ * Copy size bytes of the open file fd (the dump file, which a dump may
+ * replace meanwhile) to the scratch file WC_PUBLISHED_TMP_FILE: what is
+ * published is read from that copy, and it becomes WC_PUBLISHED_FILE once
+ * the publication is committed.
  */
 static void
+copy_to_scratch(int fd, uint64 size)
+{
+	char	   *buf = palloc(WC_CHUNK_BYTES);
+	int			out;
+	uint64		done = 0;
+
+	out = OpenTransientFile(WC_PUBLISHED_TMP_FILE,
+							O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+	if (out < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", WC_PUBLISHED_TMP_FILE)));
+	while (done < size)
+	{
+		size_t		want = Min(size - done, WC_CHUNK_BYTES);
+		ssize_t		len;
+
+		CHECK_FOR_INTERRUPTS();
+		len = read_exactly(fd, buf, want, (off_t) done, WC_DUMP_FILE);
+		errno = 0;
+		if (write(out, buf, len) != len)
+		{
+			if (errno == 0)
+				errno = ENOSPC;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", WC_PUBLISHED_TMP_FILE)));
+		}
+		done += len;
+	}
+	if (pg_fsync(out) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", WC_PUBLISHED_TMP_FILE)));
+	CloseTransientFile(out);
+	pfree(buf);
+}
+
+/*
+ * The delta from the last publication to the file in WC_PUBLISHED_TMP_FILE,
+ * or NULL if the whole file is to be published: the table holds no full
+ * publication, or one with WC_MAX_DELTAS deltas or deltas of half its size
+ * already; this server's copy of the last publication is not the one in
+ * the table (another server published it, or this one stopped before it
+ * renamed the copy); or the delta would not fit one row.
+ */
+static bytea *
+delta_to_publish(ChannelTable *ct, PublishedRows *pr)
+{
+	WarmFileHeader hdr;
+	char	   *problem = NULL;
+	uint64		budget;
+
+	published_rows(ct, pr);
+	if (!pr->have_full || pr->ndeltas >= WC_MAX_DELTAS ||
+		pr->delta_rows != pr->ndeltas ||
+		pr->delta_bytes >= pr->full_bytes / 2)
+		return NULL;
+	if (wc_check_file(WC_PUBLISHED_FILE, &hdr, &problem) != WC_FILE_OK ||
+		hdr.dumped_at != pr->latest_dumped_at)
+		return NULL;
+	budget = Min(pr->full_bytes / 2 - pr->delta_bytes,
+				 WC_CHUNK_BYTES - sizeof(WarmDeltaHeader));
+	return wc_delta_build(WC_PUBLISHED_FILE, WC_PUBLISHED_TMP_FILE, budget);
+}
+
+/*
+ * Publish the dump file, in the caller's transaction: as a delta against
+ * the last publication when one applies (a row inserted), otherwise whole
+ * (every row deleted, then the file's chunks inserted into the heap, which
+ * moves them out of line into the TOAST table, and into the primary key,
+ * as a catalog insert does).  True if WC_PUBLISHED_TMP_FILE holds what was
+ * published, to be renamed to WC_PUBLISHED_FILE once committed.
+ */
+static bool
 publish_file(ChannelTable *ct)
 {
 	int			fd;
@@ -756,6 +960,8 @@ publish_file(ChannelTable *ct)
 	HeapTuple	tuple;
 	IndexInfo  *info;
 	bytea	   *chunk;
+	bytea	   *delta;
+	PublishedRows pr;
 	int32		n = 0;
 	uint64		bytes = 0;
 
@@ -763,7 +969,7 @@ publish_file(ChannelTable *ct)
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
-			return;
+			return false;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", WC_DUMP_FILE)));
@@ -788,9 +994,23 @@ publish_file(ChannelTable *ct)
 						WC_DUMP_FILE, problem),
 				 errdetail("Standbys keep following the last publication.")));
 		CloseTransientFile(fd);
-		return;
+		return false;
 	}
 	size = (uint64) st.st_size; /* within what the header allows */
+	copy_to_scratch(fd, size);
+	CloseTransientFile(fd);
+
+	info = BuildIndexInfo(ct->index);
+	delta = delta_to_publish(ct, &pr);
+	if (delta != NULL)
+	{
+		insert_row(ct, info, -(pr.ndeltas + 1), hdr.dumped_at, delta);
+		elog(DEBUG1, "pg_warmcache: published the changes since the last publication in %zu bytes, delta %d of the full publication of %llu bytes",
+			 (size_t) (VARSIZE(delta) - VARHDRSZ), pr.ndeltas + 1,
+			 (unsigned long long) pr.full_bytes);
+		pfree(delta);
+		return true;
+	}
 
 	scan = systable_beginscan(ct->rel, InvalidOid, false, GetActiveSnapshot(),
 							  0, NULL);
@@ -801,40 +1021,22 @@ publish_file(ChannelTable *ct)
 	}
 	systable_endscan(scan);
 
-	info = BuildIndexInfo(ct->index);
-	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES);
-	if (lseek(fd, 0, SEEK_SET) != 0)
+	fd = OpenTransientFile(WC_PUBLISHED_TMP_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not seek in file \"%s\": %m", WC_DUMP_FILE)));
+				 errmsg("could not open file \"%s\": %m", WC_PUBLISHED_TMP_FILE)));
+	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES);
 	while (bytes < size)
 	{
 		size_t		want = Min(size - bytes, WC_CHUNK_BYTES);
 		ssize_t		len;
-		Datum		values[WC_NCOLS];
-		bool		nulls[WC_NCOLS] = {false, false, false};
 
 		CHECK_FOR_INTERRUPTS();
-		len = read(fd, VARDATA(chunk), want);
-		if (len < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", WC_DUMP_FILE)));
-		if (len != want)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("could not read file \"%s\": read %zd of %zu bytes",
-							WC_DUMP_FILE, len, want)));
+		len = read_exactly(fd, VARDATA(chunk), want, (off_t) bytes,
+						   WC_PUBLISHED_TMP_FILE);
 		SET_VARSIZE(chunk, VARHDRSZ + len);
-		values[WC_COL_CHUNK] = Int32GetDatum(n);
-		values[WC_COL_DUMPED] = TimestampTzGetDatum(hdr.dumped_at);
-		values[WC_COL_DATA] = PointerGetDatum(chunk);
-		tuple = heap_form_tuple(RelationGetDescr(ct->rel), values, nulls);
-		simple_heap_insert(ct->rel, tuple);
-		(void) index_insert(ct->index, &values[WC_COL_CHUNK], &nulls[WC_COL_CHUNK],
-							&tuple->t_self, ct->rel, UNIQUE_CHECK_YES, false,
-							info);
-		heap_freetuple(tuple);
+		insert_row(ct, info, n, hdr.dumped_at, chunk);
 		bytes += len;
 		n++;
 	}
@@ -842,6 +1044,14 @@ publish_file(ChannelTable *ct)
 	pfree(chunk);
 	elog(DEBUG1, "pg_warmcache: published %llu bytes of the dump file in %d rows",
 		 (unsigned long long) bytes, n);
+	return true;
+}
+
+/* At the publish worker's exit: no scratch copy is left behind. */
+static void
+remove_published_tmp(int code, Datum arg)
+{
+	(void) unlink(WC_PUBLISHED_TMP_FILE);
 }
 
 /* On error, no half-written file is left behind. */
@@ -849,26 +1059,7 @@ static void
 remove_followed_tmp(int code, Datum arg)
 {
 	(void) unlink(WC_FOLLOWED_TMP_FILE);
-}
-
-/*
- * The fields of a row of the table; false if one is null, which no
- * publication writes.
- */
-static bool
-row_fields(HeapTuple tuple, TupleDesc desc, int32 *chunk,
-		   TimestampTz *dumped_at, Datum *data)
-{
-	Datum		values[WC_NCOLS];
-	bool		nulls[WC_NCOLS];
-
-	heap_deform_tuple(tuple, desc, values, nulls);
-	if (nulls[WC_COL_CHUNK] || nulls[WC_COL_DUMPED] || nulls[WC_COL_DATA])
-		return false;
-	*chunk = DatumGetInt32(values[WC_COL_CHUNK]);
-	*dumped_at = DatumGetTimestampTz(values[WC_COL_DUMPED]);
-	*data = values[WC_COL_DATA];
-	return true;
+	(void) unlink(WC_FOLLOWED_PART_FILE);
 }
 
 /*
@@ -992,10 +1183,193 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 	return *problem == NULL;
 }
 
+/* A scan of the table's rows through its key, from chunk 0 or below 0. */
+static SysScanDesc
+scan_chunks(ChannelTable *ct, bool deltas, int32 from)
+{
+	ScanKeyData key;
+
+	if (deltas)
+		ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT4LE,
+					Int32GetDatum(from));
+	else
+		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT4GE,
+					Int32GetDatum(from));
+	return systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
+									  1, &key);
+}
+
 /*
- * Read the table into WC_FOLLOWED_FILE if it holds a dump not followed
- * yet, in the caller's transaction.  The chunks are read in order through
- * the primary key; chunk 0's dump time says which dump the table holds.
+ * Apply the delta in the row tuple, the publication of dumped_at, to the
+ * file at *cur, and make WC_FOLLOWED_TMP_FILE the result (*cur then names
+ * it); false, with *problem, if it cannot be used.
+ */
+static bool
+apply_delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
+				TimestampTz dumped_at, const char **cur, char **problem)
+{
+	int32		n;
+	TimestampTz row_dumped_at;
+	Datum		datum;
+	uint64		len;
+	uint64		min_size;
+	bytea	   *data;
+	WarmDeltaHeader dh;
+	const char *out;
+	bool		ok;
+
+	if (!row_fields(tuple, desc, &n, &row_dumped_at, &datum))
+	{
+		*problem = psprintf("delta %d has a null field", -expect);
+		return false;
+	}
+	if (n != expect || row_dumped_at != dumped_at)
+	{
+		*problem = psprintf("delta %d is missing", -expect);
+		return false;
+	}
+	len = toast_raw_datum_size(datum) - VARHDRSZ;
+	if (len > WC_CHUNK_BYTES)
+	{
+		*problem = psprintf("delta %d holds %llu bytes, more than %d", -expect,
+							(unsigned long long) len, WC_CHUNK_BYTES);
+		return false;
+	}
+	data = DatumGetByteaPP(datum);
+	ok = wc_delta_header(VARDATA_ANY(data), len, &dh, problem);
+	if (ok && announced_size(&dh.result, &min_size, problem) == 0)
+		ok = false;
+	if (ok && dh.result.dumped_at != row_dumped_at)
+	{
+		*problem = psprintf("delta %d is not of its row's dump", -expect);
+		ok = false;
+	}
+	out = strcmp(*cur, WC_FOLLOWED_TMP_FILE) == 0 ?
+		WC_FOLLOWED_PART_FILE : WC_FOLLOWED_TMP_FILE;
+	if (ok)
+		ok = wc_delta_apply(*cur, VARDATA_ANY(data), len, out, problem);
+	if ((Pointer) data != DatumGetPointer(datum))
+		pfree(data);
+	if (!ok)
+		return false;
+	if (strcmp(out, WC_FOLLOWED_PART_FILE) == 0 &&
+		rename(WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename file \"%s\" to \"%s\": %m",
+						WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE)));
+	*cur = WC_FOLLOWED_TMP_FILE;
+	return true;
+}
+
+/*
+ * Make WC_FOLLOWED_TMP_FILE the latest publication, which is the full one
+ * and ndeltas deltas after it: from the followed file, if it is one of
+ * them, by the deltas after it; otherwise from the full publication's
+ * chunks and every delta.  False, with *problem, if the rows cannot be
+ * used.  *applied says how many deltas were applied, *whole whether the
+ * full publication was read.
+ */
+static bool
+rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
+				 char **problem)
+{
+	TupleDesc	desc = RelationGetDescr(ct->rel);
+	TimestampTz times[WC_MAX_DELTAS + 1];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int32		n;
+	Datum		datum;
+	int			from = -1;
+	int			i;
+	const char *cur = WC_FOLLOWED_FILE;
+	WarmFileHeader hdr;
+
+	*applied = 0;
+	*whole = false;
+	if (ndeltas > WC_MAX_DELTAS)
+	{
+		*problem = psprintf("it has %d deltas, more than %d", ndeltas,
+							WC_MAX_DELTAS);
+		return false;
+	}
+
+	/* The publications' dump times, from the rows' column alone */
+	scan = scan_chunks(ct, false, 0);
+	tuple = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (!HeapTupleIsValid(tuple) ||
+		!row_fields(tuple, desc, &n, &times[0], &datum) || n != 0)
+		*problem = pstrdup("chunk 0 is missing");
+	systable_endscan_ordered(scan);
+	if (*problem != NULL)
+		return false;
+	scan = scan_chunks(ct, true, -1);
+	for (i = 1; i <= ndeltas; i++)
+	{
+		tuple = systable_getnext_ordered(scan, BackwardScanDirection);
+		if (!HeapTupleIsValid(tuple) ||
+			!row_fields(tuple, desc, &n, &times[i], &datum) || n != -i)
+		{
+			*problem = psprintf("delta %d is missing", i);
+			break;
+		}
+	}
+	systable_endscan_ordered(scan);
+	if (*problem != NULL)
+		return false;
+
+	/* Is the followed file one of them? */
+	if (wc_shared->followed_dumped_at != 0 &&
+		access(WC_FOLLOWED_FILE, F_OK) == 0)
+	{
+		for (i = ndeltas - 1; i >= 0; i--)
+			if (times[i] == wc_shared->followed_dumped_at)
+			{
+				from = i;
+				break;
+			}
+	}
+	if (from < 0)
+	{
+		/* The full publication, checked whole before a delta reads it */
+		scan = scan_chunks(ct, false, 0);
+		tuple = systable_getnext_ordered(scan, ForwardScanDirection);
+		if (!write_chunks(scan, desc, tuple, problem) ||
+			(ndeltas > 0 &&
+			 wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, problem) != WC_FILE_OK))
+		{
+			systable_endscan_ordered(scan);
+			return false;
+		}
+		systable_endscan_ordered(scan);
+		*whole = true;
+		cur = WC_FOLLOWED_TMP_FILE;
+		from = 0;
+	}
+
+	scan = scan_chunks(ct, true, -(from + 1));
+	for (i = from + 1; i <= ndeltas; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		tuple = systable_getnext_ordered(scan, BackwardScanDirection);
+		if (!HeapTupleIsValid(tuple))
+		{
+			*problem = psprintf("delta %d is missing", i);
+			break;
+		}
+		if (!apply_delta_row(tuple, desc, -i, times[i], &cur, problem))
+			break;
+		(*applied)++;
+	}
+	systable_endscan_ordered(scan);
+	return *problem == NULL;
+}
+
+/*
+ * Read the table into WC_FOLLOWED_FILE if it holds a publication not
+ * followed yet, in the caller's transaction.  The first row in the key's
+ * order is the latest publication's: its last delta, or else chunk 0 of a
+ * full one.
  */
 static void
 fetch_file(ChannelTable *ct, ChannelNotes *notes)
@@ -1008,6 +1382,8 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	WarmFileHeader hdr;
 	char	   *problem = NULL;
 	bool		usable;
+	int			applied = 0;
+	bool		whole = false;
 
 	scan = systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
 									  0, NULL);
@@ -1025,18 +1401,17 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 						 false);
 		return;
 	}
-	if (n == 0 && dumped_at == wc_shared->followed_dumped_at &&
+	systable_endscan_ordered(scan);
+	if (n <= 0 && dumped_at == wc_shared->followed_dumped_at &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		/* Followed already: say so again if the last look could not tell. */
-		systable_endscan_ordered(scan);
 		set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 		return;
 	}
 	if (notes != NULL && dumped_at == notes->refused_dumped_at)
 	{
 		/* Found unusable and said so already: not read again. */
-		systable_endscan_ordered(scan);
 		set_follow_state(WC_FOLLOW_UNUSABLE,
 						 "it is the publication found unusable before", false);
 		return;
@@ -1044,15 +1419,23 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 
 	PG_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
 	{
-		usable = write_chunks(scan, RelationGetDescr(ct->rel), first, &problem) &&
+		usable = n <= 0 &&
+			rebuild_followed(ct, n == PG_INT32_MIN ? PG_INT32_MAX : -n,
+							 &applied, &whole, &problem) &&
 			wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, &problem) == WC_FILE_OK;
+		if (n > 0)
+			problem = pstrdup("chunk 0 is missing");
+		if (usable && hdr.dumped_at != dumped_at)
+		{
+			problem = pstrdup("the file rebuilt is not of the latest publication's dump");
+			usable = false;
+		}
 		if (usable)
 			(void) durable_rename(WC_FOLLOWED_TMP_FILE, WC_FOLLOWED_FILE, ERROR);
 		else
 			remove_followed_tmp(0, (Datum) 0);
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
-	systable_endscan_ordered(scan);
 
 	if (!usable)
 	{
@@ -1062,6 +1445,10 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		set_follow_state(WC_FOLLOW_UNUSABLE, problem, notes != NULL);
 		return;
 	}
+	elog(DEBUG1, "pg_warmcache: followed the publication of %s: %s, then %d delta(s)",
+		 timestamptz_to_str(dumped_at),
+		 whole ? "the full publication read" : "the followed file kept",
+		 applied);
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->followed_dumped_at = hdr.dumped_at;
 	wc_shared->followed_blocks = (int64) hdr.nblocks;
@@ -1073,7 +1460,7 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 /* The publish worker: on a lock, the dump waits for the next look. */
 static void
 publish_job(TableStatus status, ChannelTable *ct, const char *why,
-			ChannelNotes *notes)
+			ChannelNotes *notes, bool *copied)
 {
 	switch (status)
 	{
@@ -1089,7 +1476,7 @@ publish_job(TableStatus status, ChannelTable *ct, const char *why,
 			note_publish_outcome(notes, WC_PUBLISH_REFUSED, why);
 			break;
 		case WC_TABLE_OK:
-			publish_file(ct);
+			*copied = publish_file(ct);
 			note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
 			break;
 	}
@@ -1128,6 +1515,7 @@ pg_warmcache_channel_main(Datum arg)
 	ChannelTable ct;
 	TableStatus status;
 	char	   *why;
+	bool		copied = false;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -1141,6 +1529,8 @@ pg_warmcache_channel_main(Datum arg)
 					PGC_S_OVERRIDE);
 
 	BackgroundWorkerInitializeConnection(WC_CHANNEL_DATABASE, NULL, 0);
+	if (job == WC_CHANNEL_PUBLISH)
+		before_shmem_exit(remove_published_tmp, (Datum) 0);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -1153,13 +1543,17 @@ pg_warmcache_channel_main(Datum arg)
 								RowExclusiveLock : AccessShareLock, &ct, &why);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (job == WC_CHANNEL_PUBLISH)
-		publish_job(status, &ct, why, notes);
+		publish_job(status, &ct, why, notes, &copied);
 	else
 		fetch_job(status, &ct, why, notes);
 	close_channel_table(&ct);
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+
+	/* What is published now is the base of the next delta. */
+	if (copied)
+		(void) durable_rename(WC_PUBLISHED_TMP_FILE, WC_PUBLISHED_FILE, LOG);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

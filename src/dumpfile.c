@@ -50,21 +50,6 @@
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256
 
-/* Where runs go: the dump file, or the scratch file for a chunk. */
-typedef struct RunWriter
-{
-	FILE	   *fp;
-	const char *path;
-	bool		compact;		/* the dump file's encoding (runcodec.c), not
-								 * the scratch file's records */
-	RunCoder	coder;
-	bool		have;			/* cur holds a run not yet written */
-	WarmRun		cur;
-	uint64		nruns;
-	uint64		nblocks;
-	pg_crc32c	crc;
-} RunWriter;
-
 /* One sorted chunk being merged. */
 typedef struct MergeInput
 {
@@ -132,61 +117,6 @@ same_fork(const WarmRun *a, const WarmRun *b)
 		a->relnumber == b->relnumber && a->fork == b->fork;
 }
 
-static void
-writer_emit(RunWriter *w, const WarmRun *run)
-{
-	uint8		bytes[WC_MAX_ENCODED_RUN];
-	const void *data = run;
-	size_t		len = sizeof(WarmRun);
-
-	if (w->compact)
-	{
-		len = wc_encode_run(&w->coder, run, bytes);
-		data = bytes;
-	}
-	if (fwrite(data, len, 1, w->fp) != 1)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", w->path)));
-	COMP_CRC32C(w->crc, data, len);
-	w->nruns++;
-	w->nblocks += run->count;
-}
-
-/*
- * Add a run, merging it into the previous one when they touch.  Runs come
- * in file order; a block seen twice (it moved between buffers while we
- * scanned) is kept once.
- */
-static void
-writer_add(RunWriter *w, const WarmRun *run)
-{
-	if (w->have && same_fork(&w->cur, run) &&
-		run->start <= w->cur.start + w->cur.count)
-	{
-		uint64		end = Max((uint64) w->cur.start + w->cur.count,
-							  (uint64) run->start + run->count);
-
-		if (end - w->cur.start <= PG_UINT32_MAX)
-		{
-			w->cur.count = (uint32) (end - w->cur.start);
-			return;
-		}
-	}
-	if (w->have)
-		writer_emit(w, &w->cur);
-	w->cur = *run;
-	w->have = true;
-}
-
-static void
-writer_flush(RunWriter *w)
-{
-	if (w->have)
-		writer_emit(w, &w->cur);
-	w->have = false;
-}
-
 /*
  * Sort a chunk of single-block runs and hand them to the writer, which
  * merges neighbours.
@@ -198,8 +128,8 @@ write_chunk(WarmRun *entries, int n, RunWriter *w)
 
 	qsort(entries, n, sizeof(WarmRun), run_qsort_cmp);
 	for (i = 0; i < n; i++)
-		writer_add(w, &entries[i]);
-	writer_flush(w);
+		wc_writer_add(w, &entries[i]);
+	wc_writer_flush(w);
 }
 
 static bool
@@ -276,7 +206,7 @@ merge_chunks(List *chunks, RunWriter *out, int *fd)
 		int			top = DatumGetInt32(binaryheap_first(heap));
 		MergeInput *in = &ms.inputs[top];
 
-		writer_add(out, &in->buf[in->i]);
+		wc_writer_add(out, &in->buf[in->i]);
 		in->i++;
 		if (merge_fill(&ms, in))
 			binaryheap_replace_first(heap, Int32GetDatum(top));
@@ -285,7 +215,7 @@ merge_chunks(List *chunks, RunWriter *out, int *fd)
 		if ((out->nruns & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	writer_flush(out);
+	wc_writer_flush(out);
 	binaryheap_free(heap);
 	pfree(ms.inputs);
 	*fd = -1;
@@ -393,17 +323,7 @@ add_os_run(void *arg, const WarmRun *run)
 static void
 write_runs(DumpJob *job)
 {
-	WarmFileHeader hdr;
-
-	job->out.path = WC_DUMP_TMP_FILE;
-	job->out.compact = true;
-	job->out.fp = open_for_writing(WC_DUMP_TMP_FILE);
-	memset(&hdr, 0, sizeof(hdr));	/* written again at the end */
-	if (fwrite(&hdr, sizeof(hdr), 1, job->out.fp) != 1)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
-	INIT_CRC32C(job->out.crc);
+	wc_writer_begin(&job->out, WC_DUMP_TMP_FILE);
 
 	if (job->sortw.fp == NULL)
 	{
@@ -424,31 +344,64 @@ write_runs(DumpJob *job)
 	(void) unlink(WC_DUMP_SORT_FILE);
 }
 
-/* Fill in the header, write it over the placeholder and close the file. */
-static void
-finish_file(DumpJob *job, TimestampTz start)
+/*
+ * Begin a dump file at path: a placeholder for the header, then the runs
+ * wc_writer_add() is given, in file order; wc_writer_finish() completes it.
+ */
+void
+wc_writer_begin(RunWriter *w, const char *path)
 {
 	WarmFileHeader hdr;
-	FILE	   *fp = job->out.fp;
 
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.magic = WC_DUMP_MAGIC;
-	hdr.version = WC_DUMP_VERSION;
-	hdr.pg_major = PG_VERSION_NUM / 10000;
-	hdr.blcksz = BLCKSZ;
-	hdr.sysid = GetSystemIdentifier();
-	hdr.dumped_at = start;
-	hdr.nblocks = job->out.nblocks;
-	hdr.nruns = job->out.nruns;
-	hdr.flags = 0;
-	header_crc(&hdr, &job->out.crc);
-	job->out.fp = NULL;
+	memset(w, 0, sizeof(*w));
+	w->path = path;
+	w->compact = true;
+	w->fp = open_for_writing(path);
+	memset(&hdr, 0, sizeof(hdr));	/* written again at the end */
+	if (fwrite(&hdr, sizeof(hdr), 1, w->fp) != 1)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", path)));
+	INIT_CRC32C(w->crc);
+}
+
+/*
+ * Fill in the header of a file begun by wc_writer_begin(), write it over
+ * the placeholder and close the file; the header goes to *hdr too.
+ */
+void
+wc_writer_finish(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
+{
+	FILE	   *fp = w->fp;
+
+	wc_writer_flush(w);
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = WC_DUMP_MAGIC;
+	hdr->version = WC_DUMP_VERSION;
+	hdr->pg_major = PG_VERSION_NUM / 10000;
+	hdr->blcksz = BLCKSZ;
+	hdr->sysid = GetSystemIdentifier();
+	hdr->dumped_at = dumped_at;
+	hdr->nblocks = w->nblocks;
+	hdr->nruns = w->nruns;
+	hdr->flags = 0;
+	header_crc(hdr, &w->crc);
+	w->fp = NULL;
 	if (fseeko(fp, 0, SEEK_SET) != 0 ||
-		fwrite(&hdr, sizeof(hdr), 1, fp) != 1 ||
+		fwrite(hdr, sizeof(*hdr), 1, fp) != 1 ||
 		FreeFile(fp) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", WC_DUMP_TMP_FILE)));
+				 errmsg("could not write file \"%s\": %m", w->path)));
+}
+
+/* Close a file begun by wc_writer_begin() without finishing it. */
+void
+wc_writer_abandon(RunWriter *w)
+{
+	if (w->fp != NULL)
+		FreeFile(w->fp);
+	w->fp = NULL;
 }
 
 /*
@@ -525,7 +478,9 @@ wc_dump(bool shutdown, int64 min_blocks)
 			discard_job(&job);
 		else
 		{
-			finish_file(&job, start);
+			WarmFileHeader hdr;
+
+			wc_writer_finish(&job.out, start, &hdr);
 			/* fsync it, rename it over the old one, fsync the directory */
 			(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
 		}

@@ -28,6 +28,10 @@
  * mean (order, disjointness, ranks, forks) dumpfile.c checks as for every
  * version.  Memory: one buffer of WC_BYTE_BUF bytes per reader.
  *
+ * The writer of runs (RunWriter) is here too: it merges runs that touch,
+ * encodes them, and hands the bytes to a file or to memory; dumpfile.c
+ * adds the file's header.
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -100,10 +104,20 @@ wc_byte_source_init(ByteSource *src, FILE *fp, uint64 offset, uint64 limit,
 					pg_crc32c *crc)
 {
 	src->fp = fp;
+	src->mem = NULL;
 	src->offset = offset;
 	src->limit = limit;
 	src->n = src->pos = 0;
 	src->crc = crc;
+}
+
+/* Bytes in memory, len of them, read as a file's from offset 0. */
+void
+wc_byte_source_init_memory(ByteSource *src, const uint8 *bytes, uint64 len,
+						   pg_crc32c *crc)
+{
+	wc_byte_source_init(src, NULL, 0, len, crc);
+	src->mem = bytes;
 }
 
 /* The file offset of the next byte to be read. */
@@ -129,7 +143,13 @@ next_byte(ByteSource *src)
 		if (left == 0)
 			return -1;
 		want = (size_t) Min(left, (uint64) WC_BYTE_BUF);
-		got = fread(src->buf, 1, want, src->fp);
+		if (src->mem != NULL)
+		{
+			memcpy(src->buf, src->mem + src->offset, want);
+			got = want;
+		}
+		else
+			got = fread(src->buf, 1, want, src->fp);
 		if (got == 0)
 		{
 			if (ferror(src->fp))
@@ -281,3 +301,74 @@ wc_decode_run(ByteSource *src, RunCoder *coder, WarmRun *run,
 	coder->prev_end = start + run->count;
 	return WC_DECODE_RUN;
 }
+
+/*
+ * Begin runs in the file's encoding in memory, appended to buf: no header,
+ * no CRC of their own.
+ */
+void
+wc_writer_begin_memory(RunWriter *w, StringInfo buf)
+{
+	memset(w, 0, sizeof(*w));
+	w->mem = buf;
+	w->compact = true;
+	INIT_CRC32C(w->crc);
+}
+
+static void
+writer_emit(RunWriter *w, const WarmRun *run)
+{
+	uint8		bytes[WC_MAX_ENCODED_RUN];
+	const void *data = run;
+	size_t		len = sizeof(WarmRun);
+
+	if (w->compact)
+	{
+		len = wc_encode_run(&w->coder, run, bytes);
+		data = bytes;
+	}
+	if (w->mem != NULL)
+		appendBinaryStringInfo(w->mem, data, len);
+	else if (fwrite(data, len, 1, w->fp) != 1)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", w->path)));
+	COMP_CRC32C(w->crc, data, len);
+	w->nruns++;
+	w->nblocks += run->count;
+}
+
+/*
+ * Add a run, merging it into the previous one when they touch.  Runs come
+ * in file order; a block seen twice (it moved between buffers while we
+ * scanned) is kept once.
+ */
+void
+wc_writer_add(RunWriter *w, const WarmRun *run)
+{
+	if (w->have && same_group(&w->cur, run) &&
+		run->start <= w->cur.start + w->cur.count)
+	{
+		uint64		end = Max((uint64) w->cur.start + w->cur.count,
+							  (uint64) run->start + run->count);
+
+		if (end - w->cur.start <= PG_UINT32_MAX)
+		{
+			w->cur.count = (uint32) (end - w->cur.start);
+			return;
+		}
+	}
+	if (w->have)
+		writer_emit(w, &w->cur);
+	w->cur = *run;
+	w->have = true;
+}
+
+void
+wc_writer_flush(RunWriter *w)
+{
+	if (w->have)
+		writer_emit(w, &w->cur);
+	w->have = false;
+}
+
