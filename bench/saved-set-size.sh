@@ -6,6 +6,7 @@
 #
 #   bench/saved-set-size.sh [--pg 15|18] [--shared-buffers 2GB]
 #                           [--shapes alternate,random,long] [--reps 2]
+#                           [--change PERCENT]
 #
 # The cluster: bench/lib.sh's local one (scale 1), with shared_buffers as
 # given, wal_level replica, and pg_receivewal attached as a WAL receiver,
@@ -29,7 +30,13 @@
 # publication's: the dump itself writes none.  The first repetition
 # replaces a publication of another shape, the next ones one of the same
 # set.  Also read: the file's size, its header's runs and blocks, and what
-# the same runs took in version 2 of the file (56 + 28 bytes a run).
+# the same runs took in version 2 of the file (56 + 28 bytes a run), and
+# whether the publication was whole or a delta against the one before.
+# With --change P (a percentage, default 0), each repetition after the
+# first changes P% of the cached blocks before its dump: half of them
+# blocks read anew (the next uncached blocks of a window that moves on),
+# half cached blocks read again (their usage count, the rank in the file,
+# goes up): what a standby needs then is the change.
 #
 # Output: a Markdown table (also in bench/out/<timestamp>-saved-set-size/
 # results.md).  Sizes do not drift with the disk: no medians are needed,
@@ -39,19 +46,21 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 sb=2GB shapes=alternate,random,long reps=2
+pg=15 sb=2GB shapes=alternate,random,long reps=2 change=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
 	--shared-buffers) sb=$2; shift 2 ;;
 	--shapes) shapes=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
+	--change) change=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
 need_root
 [[ $reps =~ ^[0-9]+$ ]] && ((reps >= 1)) || die "--reps must be a whole number >= 1"
+[[ $change =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--change must be a percentage"
 IFS=, read -r -a shapelist <<<"$shapes"
 for s in "${shapelist[@]}"; do
 	case "$s" in alternate | random | long) ;; *) die "unknown shape $s (alternate, random, long)" ;; esac
@@ -94,12 +103,22 @@ cached=$((nbuffers * 9 / 10))
 want=$((cached * 2))
 have=$(sql "select coalesce(pg_relation_size(to_regclass('sizes')) / 8192, 0)")
 if ((have < want)); then
+	# With wal_level minimal, a table made in one transaction writes no
+	# WAL: at shared_buffers 16GB it is 29 GB.
 	say "making table sizes: $want blocks of one row each"
-	sql "drop table if exists sizes;
+	pg_stop
+	run_conf $'wal_level = minimal\nmax_wal_senders = 0'
+	pg_start "$CLDIR/logs/saved-set-size.log"
+	sql "begin;
+	     drop table if exists sizes;
 	     create table sizes (id int, pad text);
 	     alter table sizes alter pad set storage plain;
 	     insert into sizes select g, repeat('x', 7000) from generate_series(1, $want) g;
+	     commit;
 	     checkpoint" >/dev/null
+	pg_stop
+	run_conf ""
+	pg_start "$CLDIR/logs/saved-set-size.log"
 fi
 
 start_receiver() {
@@ -125,7 +144,7 @@ one_publication() {
 	blocks=$(sql "select warmcache_dump_now()")
 	at=$(sql "select last_dump_at from warmcache_status()")
 	for ((i = 0; i < 600; i++)); do
-		[ "$(DB=postgres sql "select count(*) from public.warmcache_published where chunk = 0 and dumped_at = '$at'")" = 1 ] && break
+		[ "$(DB=postgres sql "select count(*) from public.warmcache_published where chunk <= 0 and dumped_at = '$at'")" = 1 ] && break
 		sleep 0.1
 	done
 	((i < 600)) || die "the dump of $at was not published within 60 s"
@@ -134,21 +153,44 @@ one_publication() {
 	            (select sum(get_byte(h, i)::numeric * 256 ^ i) from generate_series(0, 7) i,
 	                    pg_read_binary_file('pg_warmcache.blocks', 40, 8) h),
 	            (pg_stat_file('pg_warmcache.blocks')).size,
-	            pg_wal_lsn_diff('$lsn1', '$lsn0')" | tr '|' ' '
+	            pg_wal_lsn_diff('$lsn1', '$lsn0')" | tr '|' ' ' | tr -d '\n'
+	echo " $(DB=postgres sql "select case when chunk < 0 then 'delta' else 'whole' end
+	             from public.warmcache_published where chunk <= 0 and dumped_at = '$at'")"
+}
+
+# change_set REP: P% of the cached blocks changed (see above).
+change_set() {
+	local n half lo
+	n=$(awk -v c="$cached" -v p="$change" 'BEGIN { printf "%d", c * p / 100 }')
+	half=$((n / 2))
+	((half > 0)) || return 0
+	lo=$(( ($1 - 2) * 4 * half % (2 * cached - 4 * half) ))
+	case "$shape" in
+	long)
+		sql "select warm('sizes', 'buffer', 'main', $((cached + ($1 - 2) * half)), $((cached + ($1 - 1) * half - 1)))" >/dev/null
+		sql "select warm('sizes', 'buffer', 'main', $(( ($1 - 2) * half )), $(( ($1 - 1) * half - 1)))" >/dev/null
+		;;
+	*)
+		# the odd blocks of a window (not cached by alternate; about half
+		# of them by random), then as many even ones again
+		sql "select count(warm('sizes', 'buffer', 'main', b, b)) from generate_series($((lo + 1)), $((lo + 2 * half)), 2) b" >/dev/null
+		sql "select count(warm('sizes', 'buffer', 'main', b, b)) from generate_series($((lo + 2 * half)), $((lo + 4 * half - 1)), 2) b" >/dev/null
+		;;
+	esac
 }
 
 {
-	echo "command=bench/saved-set-size.sh --pg $pg --shared-buffers $sb --shapes $shapes --reps $reps"
+	echo "command=bench/saved-set-size.sh --pg $pg --shared-buffers $sb --shapes $shapes --reps $reps --change $change"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "repo=$(repo_version)"
 	echo "shared_buffers=$nbuffers blocks; table sizes: $(sql "select pg_relation_size('sizes') / 8192") blocks; cached per shape: $cached blocks"
 	echo
-	echo "| shape | rep | blocks | runs | file bytes | bytes/block | v2 bytes/block | publication WAL bytes | WAL bytes/block |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| shape | rep | blocks | runs | file bytes | bytes/block | v2 bytes/block | publication | WAL bytes | WAL bytes/block |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"
 } | tee "$out/results.md"
 # measure_shape SHAPE: the rows of one shape.
 measure_shape() {
-	local shape=$1 r blocks runs bytes wal
+	local shape=$1 r blocks runs bytes wal kind
 	stop_receiver
 	pg_stop
 	pg_start "$CLDIR/logs/saved-set-size.log"
@@ -160,10 +202,11 @@ measure_shape() {
 	long) sql "select warm('sizes', 'buffer', 'main', 0, $((cached - 1)))" >/dev/null ;;
 	esac
 	for ((r = 1; r <= reps; r++)); do
-		read -r blocks runs bytes wal < <(one_publication)
-		awk -v s="$shape" -v r="$r" -v b="$blocks" -v n="$runs" -v f="$bytes" -v w="$wal" 'BEGIN {
-			printf "| %s | %d | %d | %d | %d | %.2f | %.2f | %d | %.2f |\n",
-				s, r, b, n, f, f / b, (56 + 28 * n) / b, w, w / b }' | tee -a "$out/results.md"
+		((r == 1)) || change_set "$r"
+		read -r blocks runs bytes wal kind < <(one_publication)
+		awk -v s="$shape" -v r="$r" -v b="$blocks" -v n="$runs" -v f="$bytes" -v w="$wal" -v k="$kind" 'BEGIN {
+			printf "| %s | %d | %d | %d | %d | %.2f | %.2f | %s | %d | %.2f |\n",
+				s, r, b, n, f, f / b, (56 + 28 * n) / b, k, w, w / b }' | tee -a "$out/results.md"
 	done
 }
 for shape in "${shapelist[@]}"; do
