@@ -1285,14 +1285,9 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 	const char *cur = WC_FOLLOWED_FILE;
 	WarmFileHeader hdr;
 
+	Assert(ndeltas >= 0 && ndeltas <= WC_MAX_DELTAS);	/* fetch_file() */
 	*applied = 0;
 	*whole = false;
-	if (ndeltas > WC_MAX_DELTAS)
-	{
-		*problem = psprintf("it has %d deltas, more than %d", ndeltas,
-							WC_MAX_DELTAS);
-		return false;
-	}
 
 	/* The publications' dump times, from the rows' column alone */
 	scan = scan_chunks(ct, false, 0);
@@ -1417,14 +1412,17 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		return;
 	}
 
+	/* The first row: chunk 0, or the last of at most WC_MAX_DELTAS deltas */
+	if (n > 0)
+		problem = pstrdup("chunk 0 is missing");
+	else if (n < -WC_MAX_DELTAS)
+		problem = psprintf("it has more than %d deltas", WC_MAX_DELTAS);
+
 	PG_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
 	{
-		usable = n <= 0 &&
-			rebuild_followed(ct, n == PG_INT32_MIN ? PG_INT32_MAX : -n,
-							 &applied, &whole, &problem) &&
+		usable = problem == NULL &&
+			rebuild_followed(ct, -n, &applied, &whole, &problem) &&
 			wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, &problem) == WC_FILE_OK;
-		if (n > 0)
-			problem = pstrdup("chunk 0 is missing");
 		if (usable && hdr.dumped_at != dumped_at)
 		{
 			problem = pstrdup("the file rebuilt is not of the latest publication's dump");
