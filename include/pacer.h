@@ -62,6 +62,16 @@ typedef struct RestorePacer
 	TimestampTz fg_read_at;		/* when some were last seen reading */
 	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
 	int64		cpu_used;		/* this process's CPU time at the last pace */
+
+	/* where the time went since wc_pacer_report(), in microseconds */
+	TimestampTz paced_at;		/* the last pace */
+	bool		was_frugal;		/* what the last pace decided */
+	bool		was_yielding;
+	bool		budget_sleep;	/* sleeping for the CPU budget */
+	int64		frugal_us;		/* spent frugal */
+	int64		yield_us;		/* spent in small reads for a waiting query */
+	int64		budget_sleep_us;	/* slept for the CPU budget */
+	int64		rate_sleep_us;	/* slept for the rate cap */
 } RestorePacer;
 
 extern void wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot,
@@ -72,5 +82,6 @@ extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
 extern bool wc_database_wanted(Oid db);
 extern void wc_look_at_backends(bool *reading, bool *on_cpu);
 extern int64 wc_cpu_time_us(void);
+extern void wc_pacer_report(RestorePacer *pacer, const char *what);
 
 #endif							/* PG_WARMCACHE_PACER_H */

@@ -62,7 +62,7 @@ int			wc_dump_interval = 300;
 int			wc_restore_mode = WC_MODE_BUFFER;
 int			wc_restore_workers = 2;
 int			wc_max_restore_rate = 0;
-bool		wc_restore_yield = true;
+bool		wc_restore_yield = false;
 int			wc_sort_chunk = 1024 * 1024;
 bool		wc_dump_os_cache = true;
 int			wc_follow_primary = WC_FOLLOW_OFF;
@@ -139,10 +139,10 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_warmcache.restore_yield",
-							 "Keeps the restore's reads from queuing ahead of queries that wait for a read.",
-							 NULL,
+							 "Makes the restore read small pieces while queries wait for a read.",
+							 "For workloads that read outside the saved set: it halves the restore's rate where I/O operations are the limit.",
 							 &wc_restore_yield,
-							 true,
+							 false,
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);

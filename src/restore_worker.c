@@ -700,6 +700,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 	}
 	batch_flush(w, batch, clipped);
 	pass_close(&pr);
+	wc_pacer_report(&w->pacer, w->pass_os_tier ? "the OS tier" : "the buffer tier");
 }
 
 /*
