@@ -65,7 +65,7 @@
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
 #
-# Environment: PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
+# Environment: CLIENTS (pgbench's -c and -j, 2), PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
 # BENCH_LOCK (a lock file: each step, the saved state, one repetition of
 # the methods, the second steady state, the idle restores, runs holding it,
 # so that other benchmarks on the machine interleave rather than overlap),
@@ -100,6 +100,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 need_root
+CLIENTS=${CLIENTS:-2}
 PREP_SECONDS=${PREP_SECONDS:-30}
 STEADY_SECONDS=${STEADY_SECONDS:-20}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
@@ -143,7 +144,7 @@ EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "env=CLIENTS=$CLIENTS PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
@@ -155,7 +156,8 @@ pgbench_run() {
 	case "$w" in
 	hot | hot-start) extra=(-f "$out/$w.sql" -s "$SCALE") ;;
 	esac
-	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -M prepared -c 2 -j 2 -P 1 \
+	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -M prepared \
+		-c "$CLIENTS" -j "$CLIENTS" -P 1 \
 		-T "$secs" "${extra[@]}" bench >"$f" 2>&1 || say "WARNING: pgbench failed, see $f"
 }
 

@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""The table of a bench/matrix.sh run: each target, what was measured
+(median over the repetitions, min-max in brackets) and pass or fail.
+
+    bench/matrix-report.py OUT_DIR
+
+Reads only what the row scripts wrote: warmup.sh's summary.csv, tps.csv and
+results.md (dd), restore-ddl.sh's runs.csv, warm-vs-prewarm.sh's raw.csv.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+WINDOWS = [(3, 7), (8, 12), (13, 17), (18, 22), (23, 27), (28, 30)]
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs, fmt):
+    if not xs:
+        return "-"
+    m = fmt.format(med(xs))
+    if len(xs) == 1:
+        return m
+    return f"{m} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
+
+
+def rows_of(path):
+    return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+
+
+def num(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def t90(x):
+    # ">60" in the tables is a t90 never reached: count it as the run's end
+    v = num(x)
+    return v if v is not None else 61.0
+
+
+lines = []
+
+
+def mark(ok):
+    return "-" if ok is None else ("pass" if ok else "**FAIL**")
+
+
+def add(pg, row, what, target, measured, ok):
+    lines.append(f"| {pg} | {row} | {what} | {target} | {measured} | {mark(ok)} |")
+
+
+def per_method(summary, workload, method, col, conv=num):
+    return [conv(r[col]) for r in summary
+            if r["workload"] == workload and r["method"] == method and conv(r[col]) is not None]
+
+
+def warmup_rows(pg, d, row):
+    summary = rows_of(os.path.join(d, "summary.csv"))
+    if not summary:
+        add(pg, row, "no results", "", "-", False)
+        return
+    for w in sorted({r["workload"] for r in summary if r["workload"] != "idle"}):
+        name = {"uniform": "uniform", "hot": "recent rows hot"}.get(w, w)
+        wc = per_method(summary, w, "warmcache", "t90_s", t90)
+        ap = per_method(summary, w, "autoprewarm", "t90_s", t90)
+        wc60 = per_method(summary, w, "warmcache", "mean60_frac")
+        ap60 = per_method(summary, w, "autoprewarm", "mean60_frac")
+        if row == "reboot":
+            res = open(os.path.join(d, "results.md")).read() if os.path.exists(os.path.join(d, "results.md")) else ""
+            m = re.search(r"\((\d+) MB in ([0-9.]+) s\)", res)
+            dd = float(m.group(2)) if m else None
+            lim = 1.25 * dd if dd else None
+            add(pg, "reboot (256MB)", "t90, s",
+                f"<= 1.25 x dd = {lim:.1f}" if lim else "<= 1.25 x dd (dd missing)",
+                spread(wc, "{:.0f}") + (f"; autoprewarm {spread(ap, '{:.0f}')}" if ap else ""),
+                med(wc) <= lim if wc and lim else None)
+            add(pg, "reboot (256MB)", "mean60 / steady", ">= 0.75",
+                spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else ""),
+                med(wc60) >= 0.75 if wc60 else None)
+            continue
+        add(pg, name, "t90, s", "<= autoprewarm's",
+            f"{spread(wc, '{:.0f}')} vs {spread(ap, '{:.0f}')}",
+            med(wc) <= med(ap) if wc and ap else None)
+        add(pg, name, "mean60 / steady", ">= autoprewarm's",
+            f"{spread(wc60, '{:.2f}')} vs {spread(ap60, '{:.2f}')}",
+            med(wc60) >= med(ap60) if wc60 and ap60 else None)
+
+
+def hot_start_rows(pg, d):
+    tps = {}
+    for r in rows_of(os.path.join(d, "tps.csv")):
+        tps.setdefault((r["method"], r["rep"]), {})[int(float(r["second"]))] = float(r["tps"])
+    reps = sorted({rep for (m, rep) in tps if m == "warmcache"} & {rep for (m, rep) in tps if m == "none"})
+    worst, mean30 = [], []
+    for rep in reps:
+        a, b = tps[("warmcache", rep)], tps[("none", rep)]
+
+        def mean(s, lo, hi):
+            xs = [s[i] for i in range(lo, hi + 1) if i in s]
+            return sum(xs) / len(xs) if xs else None
+        ratios = [mean(a, lo, hi) / mean(b, lo, hi) for lo, hi in WINDOWS
+                  if mean(a, lo, hi) and mean(b, lo, hi)]
+        if ratios:
+            worst.append(min(ratios))
+        if mean(a, 1, 30) and mean(b, 1, 30):
+            mean30.append(mean(a, 1, 30) / mean(b, 1, 30))
+    add(pg, "hot-start", "worst 5-s window from 3 s / none", ">= 0.95",
+        spread(worst, "{:.2f}"), med(worst) >= 0.95 if worst else None)
+    add(pg, "hot-start", "mean 1-30 s / none", ">= 0.98",
+        spread(mean30, "{:.3f}"), med(mean30) >= 0.98 if mean30 else None)
+    summary = rows_of(os.path.join(d, "summary.csv"))
+    beside = per_method(summary, "hot-start", "warmcache", "restore_s_after_ready")
+    idle = per_method(summary, "idle", "warmcache", "restore_s_after_ready")
+    if beside and idle:
+        ratio = med(beside) / med(idle)
+        add(pg, "hot-start", "restore beside the workload / idle", "<= 3",
+            f"{ratio:.2f} ({spread(beside, '{:.1f}')} s / {spread(idle, '{:.1f}')} s)", ratio <= 3)
+    else:
+        add(pg, "hot-start", "restore beside the workload / idle", "<= 3", "-", None)
+
+
+def ddl_rows(pg, d):
+    runs = rows_of(os.path.join(d, "runs.csv"))
+
+    def secs(test, method):
+        return [float(r["ms"]) / 1000 for r in runs
+                if r["test"] == test and r["method"] == method and num(r["ms"]) is not None]
+    lock = secs("lock", "warmcache")
+    add(pg, "DDL", "ACCESS EXCLUSIVE lock granted, s (max)", "<= 0.5",
+        f"{spread(lock, '{:.2f}')} (max {max(lock):.2f})" if lock else "-",
+        max(lock) <= 0.5 if lock else None)
+    tw, tn = secs("template", "warmcache"), secs("template", "none")
+    add(pg, "DDL", "CREATE DATABASE ... TEMPLATE, s", "<= 1.25 x none",
+        f"{spread(tw, '{:.2f}')} vs {spread(tn, '{:.2f}')}",
+        med(tw) <= 1.25 * med(tn) if tw and tn else None)
+
+
+def warm_rows(pg, d):
+    raw = rows_of(os.path.join(d, "raw.csv"))
+    dd = rows_of(os.path.join(d, "dd.csv"))
+    for cond in ("cpu", "iops", "capped"):
+        t = {}
+        for r in raw:
+            if r["condition"] == cond and r["mode"] == "buffer":
+                t[(r["method"], r["rep"])] = float(r["seconds"])
+        ddr = [float(r["mb_per_s"]) for r in dd if r["condition"] == cond]
+        target = 2.0 if cond == "iops" else 1.0
+        for method, label in (("warm-parallel", "warm()"), ("warm", "warm(), no workers")):
+            ratios = [t[("pg_prewarm", rep)] / t[(method, rep)]
+                      for (m, rep) in t if m == method and ("pg_prewarm", rep) in t]
+            add(pg, f"warm() {cond}", f"pg_prewarm s / {label} s",
+                f">= {target:.1f}",
+                spread(ratios, "{:.2f}") + (f"; dd {med(ddr):.0f} MB/s" if ddr else ""),
+                (med(ratios) >= target if ratios else None) if method == "warm-parallel" else None)
+
+
+def main():
+    out = sys.argv[1]
+    info = open(os.path.join(out, "info.txt")).read() if os.path.exists(os.path.join(out, "info.txt")) else ""
+    for pgdir in sorted(x for x in os.listdir(out) if re.fullmatch(r"pg\d+", x)):
+        pg = pgdir[2:]
+        for row in ("reboot", "hot-start", "uniform", "ddl", "warm"):
+            d = os.path.join(out, pgdir, row)
+            if not os.path.isdir(d):
+                continue
+            if row in ("reboot", "uniform"):
+                warmup_rows(pg, d, row)
+            elif row == "hot-start":
+                hot_start_rows(pg, d)
+            elif row == "ddl":
+                ddl_rows(pg, d)
+            else:
+                warm_rows(pg, d)
+    print("# The warm-up matrix\n")
+    for line in info.splitlines():
+        print(f"    {line}")
+    print("\n| PG | scenario | measure | target | measured: median (min-max) | |")
+    print("|---|---|---|---|---|---|")
+    for line in lines:
+        print(line)
+    fails = sum("FAIL" in x for x in lines)
+    print(f"\n{len(lines)} rows, {fails} failed. Raw results: one directory per major and row.")
+
+
+main()

@@ -1,0 +1,85 @@
+#!/bin/bash
+# The warm-up matrix: every scenario a pacer or engine change is judged on,
+# in one run on one build, printed as one table with each target and a
+# pass or fail mark.
+#
+#   bench/matrix.sh [--pg 15,18] [--reps 3] [--warm-reps 7]
+#                   [--rows reboot,hot-start,uniform,ddl,warm]
+#
+# Per PostgreSQL major (in the order given), on the capped disk (3000 IOPS,
+# 125 MB/s) at scale 100, each row one run of another script of bench/,
+# which measures the device's read rate with dd in the same run:
+#
+#   reboot     warmup.sh --workload uniform --shared-buffers 256MB, methods
+#              none, autoprewarm, warmcache (both tiers), --no-idle
+#   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
+#              warmcache, with IDLE_REPS=reps idle restores
+#   uniform    warmup.sh --workload uniform,hot (uniform and recent rows
+#              hot), shared_buffers 4GB, methods none, autoprewarm,
+#              warmcache, --no-idle
+#   ddl        restore-ddl.sh --tests lock,template --methods none,warmcache
+#   warm       warm-vs-prewarm.sh --conditions cpu,iops,capped --modes buffer
+#              (--warm-reps, 7)
+#
+# The warmup.sh rows rotate the methods' order between repetitions; --reps
+# (3) is each row's number of repetitions.  The clients are pgbench -S with
+# CLIENTS (2) connections.  Then bench/matrix-report.py prints the table
+# (medians, min-max) and writes it to OUT/matrix.md.
+#
+# Output in bench/out/<timestamp>-matrix/ (OUT_DIR overrides): one
+# directory per major and row, each the row script's own output, and
+# matrix.md.  About 70 minutes per major at the defaults.  Needs root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+pgs=15,18
+reps=3
+wreps=7
+rows=reboot,hot-start,uniform,ddl,warm
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--pg) pgs=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--warm-reps) wreps=$2; shift 2 ;;
+	--rows) rows=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed -n '/^#/s/^# \{0,1\}//p'; exit 0 ;;
+	*) echo "matrix.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[[ $reps =~ ^[1-9][0-9]*$ && $wreps =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "matrix.sh: --reps and --warm-reps take positive integers" >&2; exit 2; }
+
+out=${OUT_DIR:-$here/out/$(date +%Y%m%d-%H%M%S)-matrix}
+mkdir -p "$out"
+echo "command=bench/matrix.sh --pg $pgs --reps $reps --warm-reps $wreps --rows $rows" >"$out/info.txt"
+echo "repo=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)" >>"$out/info.txt"
+
+IFS=, read -r -a pglist <<<"$pgs"
+IFS=, read -r -a rowlist <<<"$rows"
+for pg in "${pglist[@]}"; do
+	for row in "${rowlist[@]}"; do
+		d=$out/pg$pg/$row
+		echo "[$(date +%T)] matrix: PostgreSQL $pg, $row"
+		case "$row" in
+		reboot)
+			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform \
+				--methods none,autoprewarm,warmcache --shared-buffers 256MB \
+				--reps "$reps" --no-idle ;;
+		hot-start)
+			IDLE_REPS=$reps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
+				--workload hot-start --methods none,warmcache --seconds 30 --reps "$reps" ;;
+		uniform)
+			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform,hot \
+				--methods none,autoprewarm,warmcache --reps "$reps" --no-idle ;;
+		ddl)
+			OUT_DIR=$d "$here/restore-ddl.sh" --pg "$pg" --disk capped \
+				--tests lock,template --methods none,warmcache --reps "$reps" ;;
+		warm)
+			OUT_DIR=$d "$here/warm-vs-prewarm.sh" --pg "$pg" --reps "$wreps" \
+				--conditions cpu,iops,capped --modes buffer ;;
+		*) echo "matrix.sh: unknown row $row" >&2; exit 2 ;;
+		esac >"$out/pg$pg-$row.log" 2>&1 ||
+			echo "[$(date +%T)] matrix: PostgreSQL $pg, $row failed: see $out/pg$pg-$row.log"
+	done
+done
+/usr/bin/python3 "$here/matrix-report.py" "$out" | tee "$out/matrix.md"
