@@ -65,7 +65,8 @@
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
 #
-# Environment: CLIENTS (pgbench's -c and -j, 2), PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
+# Environment: CLIENTS (pgbench's -c and -j, 2), HOT_DIVISOR (hot-start's
+# hot set is 1/HOT_DIVISOR of the table, 100), PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
 # BENCH_LOCK (a lock file: each step, the saved state, one repetition of
 # the methods, the second steady state, the idle restores, runs holding it,
 # so that other benchmarks on the machine interleave rather than overlap),
@@ -101,6 +102,7 @@ while [ $# -gt 0 ]; do
 done
 need_root
 CLIENTS=${CLIENTS:-2}
+HOT_DIVISOR=${HOT_DIVISOR:-100}
 PREP_SECONDS=${PREP_SECONDS:-30}
 STEADY_SECONDS=${STEADY_SECONDS:-20}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
@@ -136,15 +138,15 @@ cat >"$out/hot.sql" <<'EOF'
 \set aid :n - random_exponential(0, :n - 1, 20)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 EOF
-cat >"$out/hot-start.sql" <<'EOF'
-\set n 100000 * :scale
-\set aid random(1, :n / 100)
+cat >"$out/hot-start.sql" <<EOF
+\\set n 100000 * :scale
+\\set aid random(1, :n / $HOT_DIVISOR)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=CLIENTS=$CLIENTS PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
