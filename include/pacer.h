@@ -67,11 +67,10 @@ typedef struct RestorePacer
 	TimestampTz paced_at;		/* the last pace */
 	bool		was_frugal;		/* what the last pace decided */
 	bool		was_yielding;
-	bool		budget_sleep;	/* sleeping because frugal */
-	TimestampTz worked_since;	/* the end of the last pace, or 0 */
+	bool		budget_sleep;	/* sleeping for the CPU budget */
 	int64		frugal_us;		/* spent frugal */
 	int64		yield_us;		/* spent in small reads for a waiting query */
-	int64		budget_sleep_us;	/* slept while frugal */
+	int64		budget_sleep_us;	/* slept for the CPU budget */
 	int64		rate_sleep_us;	/* slept for the rate cap */
 } RestorePacer;
 

@@ -35,10 +35,7 @@
  *   one core.  Each is a virtual clock in shared memory that a worker moves
  *   on by its cost; a worker whose charge puts the clock more than a short
  *   burst ahead of real time sleeps until it is not.  Time spent idle is
- *   not saved up for later beyond that burst;
- * - while queries keep every CPU busy and none waits for a read, also
- *   works only one part of the time in WC_SATISFIED_STRETCH: the kernel's
- *   work for our reads is CPU the queries lose too.
+ *   not saved up for later beyond that burst.
  *
  * The probes take no lock anyone waits for.  A relation is probed by
  * looking at the processes waiting for a lock: one that waits for
@@ -104,12 +101,6 @@
 
 /* How far ahead of real time a budget's clock may run, in microseconds. */
 #define WC_BUDGET_BURST_US	100000
-
-/*
- * While queries have what they need, the restore may take this many times
- * its idle time (see pace_restore).
- */
-#define WC_SATISFIED_STRETCH	3
 
 /* Longest single sleep between two looks at the probes, in ms. */
 #define WC_SLEEP_SLICE_MS	20
@@ -238,9 +229,9 @@ wc_pacer_sleep(RestorePacer *pacer, long ms)
 		ms -= slice;
 
 		/*
-		 * A frugal sleep ends when a query is seen reading: the queries miss
-		 * the cache again, and the restore is what serves them.  A look is a
-		 * pass over the PGPROCs, once a slice.
+		 * A sleep for the CPU budget ends when a query is seen reading: the
+		 * queries miss the cache again, and the restore is what serves them.
+		 * A look is a pass over the PGPROCs, once a slice.
 		 */
 		if (pacer->budget_sleep)
 		{
@@ -436,21 +427,19 @@ account_time(RestorePacer *pacer)
 
 /*
  * Say at DEBUG1 where the time of what (a pass) went: how long the restore
- * was frugal, read small pieces for a waiting query, slept while frugal
- * (the CPU budget, the stretch) or for the rate cap.  Then start counting
- * again.
+ * was frugal, read small pieces for a waiting query, slept for the CPU
+ * budget or for the rate cap.  Then start counting again.
  */
 void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pg_warmcache: pacer over %s: frugal %.1f s, yielding %.1f s, slept %.1f s while frugal and %.1f s for the rate",
+	elog(DEBUG1, "pg_warmcache: pacer over %s: frugal %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
 		 what, pacer->frugal_us / 1e6, pacer->yield_us / 1e6,
 		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6);
 	pacer->frugal_us = pacer->yield_us = 0;
 	pacer->budget_sleep_us = pacer->rate_sleep_us = 0;
 	pacer->paced_at = 0;
-	pacer->worked_since = 0;
 }
 
 /*
@@ -466,7 +455,6 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	int64		sleep_us;
 	int64		rate_us = 0;
 	int64		budget_us = 0;
-	int64		duty_us = 0;
 	bool		frugal;
 	TimestampTz now;
 
@@ -547,37 +535,21 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 								  cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
 								  now);
 
-	/*
-	 * Reading costs CPU that no budget of ours sees, too: the kernel's,
-	 * for the page cache and the device's own threads.  Measured, it took
-	 * 9% of hot-start's queries in the seconds the restore read
-	 * (docs/benchmarks.md).  So while the queries have what they need the
-	 * restore works one part of the time in WC_SATISFIED_STRETCH, as if the
-	 * device were that much slower: it takes at most that many times its
-	 * idle time, and each second it takes that much less from the queries.
-	 * The work since the last pace counts up to a burst: a pause between
-	 * batches is no work.
-	 */
-	if (frugal && pacer->worked_since != 0)
-		duty_us = Min(now - pacer->worked_since, WC_BUDGET_BURST_US) *
-			(WC_SATISFIED_STRETCH - 1);
-
 	pacer->was_frugal = frugal;
 	pacer->was_yielding = (pacer->base.io_blocks != 0);
-	sleep_us = Max(rate_us, Max(budget_us, duty_us));
+	sleep_us = Max(rate_us, budget_us);
 	if (sleep_us >= 1000)
 	{
 		TimestampTz before = GetCurrentTimestamp();
 
-		pacer->budget_sleep = (sleep_us > rate_us);
+		pacer->budget_sleep = (budget_us > rate_us);
 		wc_pacer_sleep(pacer, (long) (sleep_us / 1000));
-		if (pacer->budget_sleep)
+		pacer->budget_sleep = false;
+		if (budget_us > rate_us)
 			pacer->budget_sleep_us += GetCurrentTimestamp() - before;
 		else
 			pacer->rate_sleep_us += GetCurrentTimestamp() - before;
-		pacer->budget_sleep = false;
 	}
-	pacer->worked_since = GetCurrentTimestamp();
 
 	/*
 	 * A database-level command wants a database that the restore wants too
@@ -604,7 +576,6 @@ wc_pacer_wait_for_commands(RestorePacer *pacer)
 	if (pg_atomic_read_u32(&wc_shared->db_command_pending) == 0)
 		return;
 	elog(DEBUG1, "pg_warmcache: restore worker pauses for a database command");
-	pacer->worked_since = 0;
 	while (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
 		   !wc_pacer_check(pacer))
 		wc_pacer_sleep(pacer, WC_SLEEP_SLICE_MS);
