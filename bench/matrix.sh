@@ -3,7 +3,7 @@
 # in one run on one build, printed as one table with each target and a
 # pass or fail mark.
 #
-#   bench/matrix.sh [--pg 15,18] [--reps 3] [--warm-reps 7]
+#   bench/matrix.sh [--pg 15,18] [--reps 3] [--hot-reps 5] [--warm-reps 7]
 #                   [--rows reboot,hot-start,uniform,ddl,warm]
 #
 # Per PostgreSQL major (in the order given), on the capped disk (3000 IOPS,
@@ -13,7 +13,9 @@
 #   reboot     warmup.sh --workload uniform --shared-buffers 256MB, methods
 #              none, autoprewarm, warmcache (both tiers), --no-idle
 #   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
-#              warmcache, with IDLE_REPS=reps idle restores
+#              warmcache, --hot-reps (5) repetitions and as many idle
+#              restores: its per-second TPS, CPU-bound on a virtual machine,
+#              varies by 10-15% between two runs a minute apart
 #   uniform    warmup.sh --workload uniform,hot (uniform and recent rows
 #              hot), shared_buffers 4GB, methods none, autoprewarm,
 #              warmcache, --no-idle
@@ -35,24 +37,26 @@ here=$(cd "$(dirname "$0")" && pwd)
 pgs=15,18
 reps=3
 wreps=7
+hreps=5
 rows=reboot,hot-start,uniform,ddl,warm
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pgs=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--warm-reps) wreps=$2; shift 2 ;;
+	--hot-reps) hreps=$2; shift 2 ;;
 	--rows) rows=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed -n '/^#/s/^# \{0,1\}//p'; exit 0 ;;
 	*) echo "matrix.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-[[ $reps =~ ^[1-9][0-9]*$ && $wreps =~ ^[1-9][0-9]*$ ]] ||
-	{ echo "matrix.sh: --reps and --warm-reps take positive integers" >&2; exit 2; }
+[[ $reps =~ ^[1-9][0-9]*$ && $wreps =~ ^[1-9][0-9]*$ && $hreps =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "matrix.sh: --reps, --hot-reps and --warm-reps take positive integers" >&2; exit 2; }
 
 out=${OUT_DIR:-$here/out/$(date +%Y%m%d-%H%M%S)-matrix}
 mkdir -p "$out"
-echo "command=bench/matrix.sh --pg $pgs --reps $reps --warm-reps $wreps --rows $rows" >"$out/info.txt"
-echo "repo=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)" >>"$out/info.txt"
+echo "command=bench/matrix.sh --pg $pgs --reps $reps --hot-reps $hreps --warm-reps $wreps --rows $rows" >>"$out/info.txt"
+echo "repo=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown) $(date -u '+%F %H:%M UTC')" >>"$out/info.txt"
 
 IFS=, read -r -a pglist <<<"$pgs"
 IFS=, read -r -a rowlist <<<"$rows"
@@ -66,8 +70,8 @@ for pg in "${pglist[@]}"; do
 				--methods none,autoprewarm,warmcache --shared-buffers 256MB \
 				--reps "$reps" --no-idle ;;
 		hot-start)
-			IDLE_REPS=$reps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
-				--workload hot-start --methods none,warmcache --seconds 30 --reps "$reps" ;;
+			IDLE_REPS=$hreps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
+				--workload hot-start --methods none,warmcache --seconds 30 --reps "$hreps" ;;
 		uniform)
 			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform,hot \
 				--methods none,autoprewarm,warmcache --reps "$reps" --no-idle ;;
