@@ -4,16 +4,18 @@
 #
 #   bash test/follow-stress.sh [--pg 15] [--rounds 4] [--scale 100]
 #                              [--follow os,buffer] [--standby-buffers 2GB,256MB]
-#                              [--seconds 90]
+#                              [--seconds 90] [--saved-file remove,keep]
 #
 # A primary with pgbench's tables (scale 100: 1.5 GB) read twice into its
 # shared buffers (2GB), so that they are in its page cache too: its dumps,
 # every 10 s with the OS tier on, name the same blocks in both tiers.  Each
 # round takes a fresh base backup, drops the standby's files from the page
 # cache, starts the standby with the round's follow_primary and
-# shared_buffers (the lists are cycled), and runs pgbench -S on the primary
-# for --seconds while the standby follows.  A round fails on any "follow
-# incomplete" line, on no "follow finished" line, or when the status after
+# shared_buffers, removing or keeping the primary's dump file that the base
+# backup copied (the lists are cycled; a kept file is restored at the
+# standby's start, before it follows), and runs pgbench -S on the primary
+# for --seconds while the standby follows.  A round fails on any
+# incomplete restore or pass, on no "follow finished" line, or when the status after
 # the last pass says the restore is incomplete or the OS tier is not warm.
 #
 # Not part of test/run: it takes minutes per round and 4 GB of shared
@@ -25,6 +27,7 @@ set -euo pipefail
 . "$(cd "$(dirname "$0")/../bench" && pwd)/lib.sh"
 
 MAJOR=15 ROUNDS=4 SCALE=100 FOLLOWS=os,buffer SBS=2GB,256MB SECONDS_EACH=90
+SAVED=remove
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) MAJOR=$2; shift 2 ;;
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--follow) FOLLOWS=$2; shift 2 ;;
 	--standby-buffers) SBS=$2; shift 2 ;;
 	--seconds) SECONDS_EACH=$2; shift 2 ;;
+	--saved-file) SAVED=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -42,6 +46,7 @@ P1=5611 P2=5612
 PGDATA=$W/primary	# for the exit trap of lib.sh, which stops it
 IFS=, read -r -a follow_list <<<"$FOLLOWS"
 IFS=, read -r -a sb_list <<<"$SBS"
+IFS=, read -r -a saved_list <<<"$SAVED"
 
 use_pg "$MAJOR"
 mkdir -p "$W"
@@ -79,6 +84,7 @@ failed=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	follow=${follow_list[$(((r - 1) % ${#follow_list[@]}))]}
 	sb=${sb_list[$(((r - 1) % ${#sb_list[@]}))]}
+	saved=${saved_list[$(((r - 1) % ${#saved_list[@]}))]}
 	log=$W/standby-$r.log
 	pg pg_ctl -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
 	rm -rf "$W/standby"
@@ -90,14 +96,14 @@ pg_warmcache.follow_primary = $follow
 hot_standby = on
 log_min_messages = debug1
 EOF
-	rm -f "$W/standby/pg_warmcache.blocks"
+	[ "$saved" = keep ] || rm -f "$W/standby/pg_warmcache.blocks"
 	sync
 	find "$W/standby" -type f -exec dd if={} iflag=nocache count=0 status=none \;
 	: >"$log"
 	chown "$PG_USER:" "$log"
 	pg pg_ctl -D "$W/standby" -l "$log" -w start >/dev/null
 	as_pg "$BINDIR/pgbench" -h "$W" -p $P1 -n -S -T "$SECONDS_EACH" postgres >/dev/null 2>&1
-	incomplete=$(grep -c 'follow incomplete' "$log" || true)
+	incomplete=$(grep -Ec '(follow|restore|promotion) incomplete' "$log" || true)
 	finished=$(grep -c 'follow finished' "$log" || true)
 	status=$(q $P2 "SELECT restore_incomplete, followed_buffer_tier, followed_buffer_tier_warm, followed_os_tier, followed_os_tier_warm FROM warmcache_status()")
 	IFS='|' read -r inc bt btw ot otw <<<"$status"
@@ -107,9 +113,9 @@ EOF
 		verdict=FAIL
 		failed=$((failed + 1))
 	fi
-	say "round $r (follow_primary $follow, standby shared_buffers $sb): $verdict; passes finished $finished, incomplete $incomplete; restore_incomplete $inc, buffer tier $btw of $bt warm, OS tier $otw of $ot warm"
+	say "round $r (follow_primary $follow, standby shared_buffers $sb, saved file ${saved}d): $verdict; passes finished $finished, incomplete $incomplete; restore_incomplete $inc, buffer tier $btw of $bt warm, OS tier $otw of $ot warm"
 	if [ "$verdict" = FAIL ]; then
-		grep -E 'follow incomplete|handled .* of the .* blocks of its share|restore pass over' "$log" | head -20 >&2
+		grep -E 'follow incomplete|restore incomplete|handled .* of the .* blocks|unhandled|leaves database|ended early|restore pass over' "$log" | head -30 >&2
 		cp "$log" "$W/failed-round-$r.log"
 	fi
 done
