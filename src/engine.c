@@ -67,6 +67,9 @@
 /* A window scaled to large pieces stays within this, unless asked for more. */
 #define WC_MAX_SCALED_WINDOW	8192
 
+/* Blocks whose OS-cache residency one mincore() call asks for. */
+#define WC_RESIDENCY_SPAN	256
+
 /*
  * Measuring whether advice pays (WarmAdvice): each state is timed over at
  * least WC_PHASE_BLOCKS blocks and WC_PHASE_US microseconds of the loop
@@ -99,6 +102,9 @@ typedef struct SegFile
 	const char *path;			/* of segment 0 */
 	BlockNumber segno;
 	File		file;
+	char	   *map;			/* the segment mapped for mincore(), never
+								 * touched; NULL = not mapped yet */
+	bool		unmappable;		/* mapping it failed: take it as uncached */
 } SegFile;
 
 /* Position in a range list. */
@@ -209,6 +215,15 @@ cursor_block(RangeCursor *c)
 	return c->ranges[c->ri].start + c->off;
 }
 
+static void seg_close(SegFile *sf);
+
+/* The path of a segment file, palloc'd. */
+static char *
+seg_path(SegFile *sf, BlockNumber segno)
+{
+	return segno == 0 ? pstrdup(sf->path) : psprintf("%s.%u", sf->path, segno);
+}
+
 /*
  * The open file of the segment holding block, opening it when needed.
  * Returns -1 if the segment does not exist (the relation shrank).
@@ -218,21 +233,15 @@ seg_file(SegFile *sf, BlockNumber block)
 {
 	BlockNumber segno = block / RELSEG_SIZE;
 
+	char	   *p;
+
 	if (sf->file >= 0 && sf->segno == segno)
 		return sf->file;
-	if (sf->file >= 0)
-		FileClose(sf->file);
-	sf->file = -1;
+	seg_close(sf);
 	sf->segno = segno;
-	if (segno == 0)
-		sf->file = PathNameOpenFile(sf->path, O_RDONLY | PG_BINARY);
-	else
-	{
-		char	   *p = psprintf("%s.%u", sf->path, segno);
-
-		sf->file = PathNameOpenFile(p, O_RDONLY | PG_BINARY);
-		pfree(p);
-	}
+	p = seg_path(sf, segno);
+	sf->file = PathNameOpenFile(p, O_RDONLY | PG_BINARY);
+	pfree(p);
 	if (sf->file < 0 && errno != ENOENT)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -247,6 +256,12 @@ seg_close(SegFile *sf)
 	if (sf->file >= 0)
 		FileClose(sf->file);
 	sf->file = -1;
+#ifdef __linux__
+	if (sf->map != NULL)
+		munmap(sf->map, (Size) RELSEG_SIZE * BLCKSZ);
+#endif
+	sf->map = NULL;
+	sf->unmappable = false;
 }
 
 /*
@@ -485,6 +500,10 @@ typedef struct WarmJob
 	RangeCursor stream_cur;		/* the stream's own position */
 	WarmAdvice *advice;			/* the pacer's, or local_advice */
 	WarmAdvice	local_advice;
+	uint64		found;			/* skip_os_cached: blocks left out, in the
+								 * OS cache already */
+	WarmRange  *kept_ranges;	/* skip_os_cached: the ranges left to warm */
+	unsigned char *residency;	/* skip_os_cached: mincore()'s vector */
 	bool		prefault;		/* mode buffer, shared buffers */
 	int			prefault_next;	/* buffer ID after the prefaulted ones */
 	uint64		prefault_left;	/* unused buffers the rest may need */
@@ -607,6 +626,178 @@ all_in_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 		if (!wc_block_in_buffers(job->rel, job->fork, block + i))
 			return false;
 	return true;
+}
+
+/*
+ * Which of the n blocks from block on (within one segment, at most
+ * WC_RESIDENCY_SPAN) are in the OS page cache: resident[i] for block + i.
+ * mincore() on a read-only mapping of the segment says which pages are
+ * resident without touching them; the mapping is made once per segment and
+ * never read, so a file truncated meanwhile costs nothing.  A block counts
+ * when all its pages are resident.  False where that cannot be known (the
+ * segment is not there or cannot be mapped, or no mincore()): then the
+ * blocks are to be read.
+ */
+static bool
+span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
+{
+#ifdef __linux__
+	static Size pagesize = 0;
+	SegFile    *sf = &job->sf[0];
+	char	   *start;
+	char	   *first;
+	char	   *end;
+	BlockNumber i;
+
+	if (pagesize == 0)
+		pagesize = (Size) sysconf(_SC_PAGESIZE);
+	Assert(n <= WC_RESIDENCY_SPAN && block / RELSEG_SIZE == (block + n - 1) / RELSEG_SIZE);
+	if (pagesize < 4096 || seg_file(sf, block) < 0 || sf->unmappable)
+		return false;
+	if (sf->map == NULL)
+	{
+		char	   *path = seg_path(sf, sf->segno);
+		int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+		void	   *map = MAP_FAILED;
+
+		pfree(path);
+		if (fd >= 0)
+		{
+			map = mmap(NULL, (Size) RELSEG_SIZE * BLCKSZ, PROT_READ,
+					   MAP_SHARED, fd, 0);
+			CloseTransientFile(fd);
+		}
+		if (map == MAP_FAILED)
+		{
+			sf->unmappable = true;
+			return false;
+		}
+		sf->map = map;
+	}
+	if (job->residency == NULL)
+		job->residency = palloc(WC_RESIDENCY_SPAN * BLCKSZ / 4096 + 2);
+	start = sf->map + (Size) (block % RELSEG_SIZE) * BLCKSZ;
+	first = (char *) TYPEALIGN_DOWN(pagesize, start);
+	end = (char *) TYPEALIGN(pagesize, start + (Size) n * BLCKSZ);
+	if (mincore(first, end - first, job->residency) != 0)
+		return false;
+	for (i = 0; i < n; i++)
+	{
+		Size		p = (start + (Size) i * BLCKSZ - first) / pagesize;
+		Size		last = (start + (Size) (i + 1) * BLCKSZ - 1 - first) / pagesize;
+
+		resident[i] = true;
+		for (; p <= last && resident[i]; p++)
+			resident[i] = (job->residency[p] & 1) != 0;
+	}
+	return true;
+#else
+	return false;
+#endif
+}
+
+/* A growing list of ranges, adjacent ones merged. */
+typedef struct RangeList
+{
+	WarmRange  *r;
+	int			n;
+	int			cap;
+} RangeList;
+
+static void
+keep_range(RangeList *l, BlockNumber start, BlockNumber count)
+{
+	if (count == 0)
+		return;
+	if (l->n > 0 && l->r[l->n - 1].start + l->r[l->n - 1].count == start)
+	{
+		l->r[l->n - 1].count += count;
+		return;
+	}
+	if (l->n == l->cap)
+	{
+		l->cap *= 2;
+		l->r = repalloc(l->r, sizeof(WarmRange) * l->cap);
+	}
+	l->r[l->n].start = start;
+	l->r[l->n].count = count;
+	l->n++;
+}
+
+/*
+ * A stretch of resident blocks [start, end) of a range ended: left out if
+ * it is at an edge of the range (edge) or at least an I/O chunk long, else
+ * kept with its neighbours, to be read.
+ */
+static void
+close_stretch(RangeList *l, BlockNumber start, BlockNumber end, bool edge,
+			  uint64 *cached)
+{
+	if (edge || end - start >= WC_IO_BLOCKS)
+		*cached += end - start;
+	else
+		keep_range(l, start, end - start);
+}
+
+/*
+ * The ranges without their stretches in the OS page cache (skip_os_cached):
+ * sets job's cursors to the blocks left and job->found to the blocks left
+ * out.  A follow pass goes over the whole followed set at each of the
+ * primary's dumps, and most of it is cached since the pass before: reading
+ * it again would copy every block for nothing, a cost that grows with the
+ * set, not with what changed.  The look is taken before any advice, so that
+ * what the pass's own look-ahead brings in is not taken for what was there.
+ * A resident stretch inside a range and shorter than an I/O chunk is read
+ * with its neighbours: the list then holds at most the ranges given and one
+ * more per chunk of blocks, in the caller's memory context.
+ */
+static void
+drop_os_cached(WarmJob *job, const WarmRange *ranges, int nranges)
+{
+	RangeList	kept;
+	bool		resident[WC_RESIDENCY_SPAN];
+	int			i;
+
+	kept.cap = nranges + 16;
+	kept.n = 0;
+	kept.r = palloc(sizeof(WarmRange) * kept.cap);
+	for (i = 0; i < nranges; i++)
+	{
+		BlockNumber b = ranges[i].start;
+		BlockNumber end = ranges[i].start + ranges[i].count;
+		BlockNumber stretch = InvalidBlockNumber;	/* resident from here */
+
+		while (b < end)
+		{
+			BlockNumber n = Min(end - b, WC_RESIDENCY_SPAN);
+			BlockNumber j;
+
+			CHECK_FOR_INTERRUPTS();
+			n = Min(n, RELSEG_SIZE - b % RELSEG_SIZE);
+			if (!span_residency(job, b, n, resident))
+				memset(resident, 0, sizeof(bool) * n);
+			for (j = 0; j < n; j++)
+			{
+				if (resident[j])
+				{
+					if (stretch == InvalidBlockNumber)
+						stretch = b + j;
+					continue;
+				}
+				if (stretch != InvalidBlockNumber)
+					close_stretch(&kept, stretch, b + j,
+								  stretch == ranges[i].start, &job->found);
+				stretch = InvalidBlockNumber;
+				keep_range(&kept, b + j, 1);
+			}
+			b += n;
+		}
+		if (stretch != InvalidBlockNumber)
+			close_stretch(&kept, stretch, end, true, &job->found);
+	}
+	job->cur.ranges = job->adv.ranges = kept.r;
+	job->cur.nranges = job->adv.nranges = kept.n;
+	job->kept_ranges = kept.r;
 }
 
 /*
@@ -904,7 +1095,7 @@ warm_loop(WarmJob *job)
 	WarmAdvice	reported;
 	uint64		done = 0;
 	uint64		in_buffers = 0; /* since the last pace() */
-	uint64		os_only = 0;
+	uint64		os_only = job->found;	/* in the OS cache already */
 
 	while (!cursor_done(&job->cur))
 	{
@@ -1012,7 +1203,7 @@ warm_loop(WarmJob *job)
 	}
 	if (pacer && pacer->pace && (in_buffers > 0 || os_only > 0))
 		pacer->pace(pacer, in_buffers, os_only);
-	return done;
+	return done + job->found;
 }
 
 /*
@@ -1068,6 +1259,13 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	join_share(pacer);
 	PG_TRY();
 	{
+		if (pacer && pacer->skip_os_cached && job.mode == WC_MODE_READ)
+		{
+			drop_os_cached(&job, ranges, nranges);
+			pacer->found_cached += job.found;
+			cursor_advance(&job.cur, 0);
+			cursor_advance(&job.adv, 0);
+		}
 		done = warm_loop(&job);
 	}
 	PG_FINALLY();
@@ -1085,6 +1283,10 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	}
 	if (job.iobuf)
 		pfree(job.iobuf);
+	if (job.kept_ranges)
+		pfree(job.kept_ranges);
+	if (job.residency)
+		pfree(job.residency);
 	pfree(path);
 	return done;
 }

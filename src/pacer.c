@@ -460,6 +460,20 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 
 	pacer->cpu_used = cpu_now;
 	count_progress(pacer, in_buffers, os_only);
+
+	/*
+	 * Blocks found in the OS cache were not read: the rate cap is about the
+	 * device, and they cost it nothing.
+	 */
+	if (base->found_cached > 0)
+	{
+		uint64		cached = Min(base->found_cached, blocks);
+
+		if (pacer->counting)
+			pg_atomic_fetch_add_u64(&wc_shared->restore_found_cached, cached);
+		blocks -= cached;
+		base->found_cached -= cached;
+	}
 	account_time(pacer);
 
 	if (!PostmasterIsAlive())

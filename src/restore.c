@@ -696,6 +696,7 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
+	pg_atomic_write_u64(&wc_shared->restore_found_cached, 0);
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
 	SpinLockAcquire(&wc_shared->restore_advice.mutex);
 	memset(&wc_shared->restore_advice.advice, 0, sizeof(WarmAdvice));
@@ -787,11 +788,12 @@ report_end(RestoreLeader *leader)
 					(unsigned long long) skipped,
 					elapsed,
 					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0),
-			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable. The restore workers used %.2f s of CPU.%s%s",
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU.%s%s",
 					   (unsigned long long) skip[WC_SKIP_GONE],
 					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
 					   (unsigned long long) skip[WC_SKIP_LOCKED],
 					   (unsigned long long) skip[WC_SKIP_FAILED],
+					   (unsigned long long) pg_atomic_read_u64(&wc_shared->restore_found_cached),
 					   pg_atomic_read_u64(&wc_shared->restore_cpu_us) / 1000000.0,
 					   incomplete ? " The saved block list is kept: " : "",
 					   incomplete ? leader->reason : "")));

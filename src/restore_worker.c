@@ -889,6 +889,13 @@ pg_warmcache_restore_main(Datum arg)
 	w.mode = wc_shared->restore_mode;
 	wc_pacer_init(&w.pacer, w.slot, w.mode);
 
+	/*
+	 * A follow pass goes over the whole followed set at each of the
+	 * primary's dumps: what the pass before left in the OS cache is not read
+	 * again, so that a pass costs what changed (engine.c, drop_os_cached).
+	 */
+	w.pacer.base.skip_os_cached = wc_shared->restore_source == WC_SOURCE_FOLLOWED;
+
 	restore_share(&w);
 
 	if (w.stepping_out)
