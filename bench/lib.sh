@@ -420,3 +420,54 @@ cold_read() {
 	CR_SECS=$(elapsed "$t0" "$t1")
 	CR_RATE=$(awk -v b="$bytes" -v s="$CR_SECS" 'BEGIN { printf "%.1f", b / 1048576 / s }')
 }
+
+# A primary and a standby of it, in directory $W (pair_*): the primary at
+# $W/primary, the standby at $W/standby, their sockets in $W, no TCP, logs
+# in $W.  pair_sql PORT SQL runs SQL in database postgres.
+pair_sql() { as_pg "$BINDIR/psql" -X -h "$W" -p "$1" -d postgres -Atqc "$2"; }
+pair_stop() {
+	as_pg "$BINDIR/pg_ctl" -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
+	as_pg "$BINDIR/pg_ctl" -D "$W/primary" -m fast stop >/dev/null 2>&1 || true
+}
+
+# pair_primary PORT CONF: both servers stopped and removed, a new primary
+# with pg_warmcache preloaded and the lines of CONF, started (log
+# $W/primary.log).
+pair_primary() {
+	pair_stop
+	rm -rf "$W/primary" "$W/standby"
+	as_pg "$BINDIR/initdb" -D "$W/primary" -A trust >/dev/null
+	cat >>"$W/primary/postgresql.conf" <<EOF
+port = $1
+unix_socket_directories = '$W'
+listen_addresses = ''
+shared_preload_libraries = 'pg_warmcache'
+wal_keep_size = 1GB
+$2
+EOF
+	: >"$W/primary.log"
+	chown "$PG_USER:" "$W/primary.log"
+	as_pg "$BINDIR/pg_ctl" -D "$W/primary" -l "$W/primary.log" -w start >/dev/null
+}
+
+# pair_standby PRIMARY_PORT PORT CONF LOG [keep]: the standby stopped and
+# removed, a new one from a base backup of the primary with the lines of
+# CONF, its files dropped from the OS page cache, started (log LOG).  The
+# primary's saved file, which the backup copies, is removed unless the
+# fifth argument is "keep".
+pair_standby() {
+	as_pg "$BINDIR/pg_ctl" -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$W/standby"
+	as_pg "$BINDIR/pg_basebackup" -h "$W" -p "$1" -D "$W/standby" -R -X stream -c fast
+	cat >>"$W/standby/postgresql.conf" <<EOF
+port = $2
+hot_standby = on
+$3
+EOF
+	[ "${5:-}" = keep ] || rm -f "$W/standby/pg_warmcache.blocks"
+	sync
+	find "$W/standby" -type f -exec dd if={} iflag=nocache count=0 status=none \;
+	: >"$4"
+	chown "$PG_USER:" "$4"
+	as_pg "$BINDIR/pg_ctl" -D "$W/standby" -l "$4" -w start >/dev/null
+}

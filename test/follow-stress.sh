@@ -52,28 +52,13 @@ use_pg "$MAJOR"
 mkdir -p "$W"
 chown "$PG_USER:" "$W"
 cd "$W"
-pg() { as_pg "$BINDIR/$@"; }
-q() { as_pg "$BINDIR/psql" -X -h "$W" -p "$1" -d postgres -Atqc "$2"; }
+q() { pair_sql "$@"; }
 
-pg pg_ctl -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
-pg pg_ctl -D "$W/primary" -m fast stop >/dev/null 2>&1 || true
-rm -rf "$W/primary" "$W/standby"
 say "primary: initdb, pgbench -i -s $SCALE"
-pg initdb -D "$W/primary" -A trust >/dev/null
-cat >>"$W/primary/postgresql.conf" <<EOF
-port = $P1
-unix_socket_directories = '$W'
-listen_addresses = ''
-shared_buffers = 2GB
-shared_preload_libraries = 'pg_warmcache'
+pair_primary $P1 "shared_buffers = 2GB
 pg_warmcache.dump_os_cache = on
 pg_warmcache.dump_interval = 10
-wal_keep_size = 1GB
-max_wal_size = 4GB
-EOF
-: >"$W/primary.log"
-chown "$PG_USER:" "$W/primary.log"
-pg pg_ctl -D "$W/primary" -l "$W/primary.log" -w start >/dev/null
+max_wal_size = 4GB"
 q $P1 'CREATE EXTENSION pg_warmcache; CREATE EXTENSION pg_prewarm' >/dev/null
 as_pg "$BINDIR/pgbench" -h "$W" -p $P1 -i -q -s "$SCALE" postgres >/dev/null 2>&1
 for _ in 1 2; do
@@ -86,22 +71,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	sb=${sb_list[$(((r - 1) % ${#sb_list[@]}))]}
 	saved=${saved_list[$(((r - 1) % ${#saved_list[@]}))]}
 	log=$W/standby-$r.log
-	pg pg_ctl -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
-	rm -rf "$W/standby"
-	as_pg "$BINDIR/pg_basebackup" -h "$W" -p $P1 -D "$W/standby" -R -X stream -c fast
-	cat >>"$W/standby/postgresql.conf" <<EOF
-port = $P2
-shared_buffers = $sb
+	pair_standby $P1 $P2 "shared_buffers = $sb
 pg_warmcache.follow_primary = $follow
-hot_standby = on
-log_min_messages = debug1
-EOF
-	[ "$saved" = keep ] || rm -f "$W/standby/pg_warmcache.blocks"
-	sync
-	find "$W/standby" -type f -exec dd if={} iflag=nocache count=0 status=none \;
-	: >"$log"
-	chown "$PG_USER:" "$log"
-	pg pg_ctl -D "$W/standby" -l "$log" -w start >/dev/null
+log_min_messages = debug1" "$log" "$saved"
 	as_pg "$BINDIR/pgbench" -h "$W" -p $P1 -n -S -T "$SECONDS_EACH" postgres >/dev/null 2>&1
 	incomplete=$(grep -Ec '(follow|restore|promotion) incomplete' "$log" || true)
 	finished=$(grep -c 'follow finished' "$log" || true)
@@ -119,7 +91,6 @@ EOF
 		cp "$log" "$W/failed-round-$r.log"
 	fi
 done
-pg pg_ctl -D "$W/standby" -m immediate stop >/dev/null 2>&1 || true
-pg pg_ctl -D "$W/primary" -m fast stop >/dev/null 2>&1 || true
+pair_stop
 say "$((ROUNDS - failed)) of $ROUNDS rounds passed"
 [ "$failed" = 0 ]
