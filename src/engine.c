@@ -500,9 +500,11 @@ typedef struct WarmJob
 	RangeCursor stream_cur;		/* the stream's own position */
 	WarmAdvice *advice;			/* the pacer's, or local_advice */
 	WarmAdvice	local_advice;
-	uint64		found;			/* skip_os_cached: blocks left out, in the
-								 * OS cache already */
 	WarmRange  *kept_ranges;	/* skip_os_cached: the ranges left to warm */
+	uint32	   *dropped_before; /* skip_os_cached: per range left, the
+								 * blocks left out just before it */
+	uint64		dropped_after;	/* and after the last one */
+	int			dropped_ri;		/* ranges whose dropped_before is counted */
 	unsigned char *residency;	/* skip_os_cached: mincore()'s vector */
 	bool		prefault;		/* mode buffer, shared buffers */
 	int			prefault_next;	/* buffer ID after the prefaulted ones */
@@ -696,12 +698,20 @@ span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 #endif
 }
 
-/* A growing list of ranges, adjacent ones merged. */
+/*
+ * A growing list of the ranges left to warm, adjacent ones merged, and per
+ * range the blocks left out just before it (in the order of the ranges
+ * given): the engine reports those as done when it comes to the range, so
+ * that what it reports done is always a leading part of the ranges given,
+ * as the restore's remainder of a stopped batch expects.
+ */
 typedef struct RangeList
 {
 	WarmRange  *r;
+	uint32	   *dropped_before;
 	int			n;
 	int			cap;
+	uint64		dropped;		/* left out since the last range kept */
 } RangeList;
 
 static void
@@ -709,7 +719,8 @@ keep_range(RangeList *l, BlockNumber start, BlockNumber count)
 {
 	if (count == 0)
 		return;
-	if (l->n > 0 && l->r[l->n - 1].start + l->r[l->n - 1].count == start)
+	if (l->n > 0 && l->dropped == 0 &&
+		l->r[l->n - 1].start + l->r[l->n - 1].count == start)
 	{
 		l->r[l->n - 1].count += count;
 		return;
@@ -718,9 +729,12 @@ keep_range(RangeList *l, BlockNumber start, BlockNumber count)
 	{
 		l->cap *= 2;
 		l->r = repalloc(l->r, sizeof(WarmRange) * l->cap);
+		l->dropped_before = repalloc(l->dropped_before, sizeof(uint32) * l->cap);
 	}
 	l->r[l->n].start = start;
 	l->r[l->n].count = count;
+	l->dropped_before[l->n] = (uint32) l->dropped;
+	l->dropped = 0;
 	l->n++;
 }
 
@@ -730,19 +744,18 @@ keep_range(RangeList *l, BlockNumber start, BlockNumber count)
  * kept with its neighbours, to be read.
  */
 static void
-close_stretch(RangeList *l, BlockNumber start, BlockNumber end, bool edge,
-			  uint64 *cached)
+close_stretch(RangeList *l, BlockNumber start, BlockNumber end, bool edge)
 {
 	if (edge || end - start >= WC_IO_BLOCKS)
-		*cached += end - start;
+		l->dropped += end - start;
 	else
 		keep_range(l, start, end - start);
 }
 
 /*
  * The ranges without their stretches in the OS page cache (skip_os_cached):
- * sets job's cursors to the blocks left and job->found to the blocks left
- * out.  A follow pass goes over the whole followed set at each of the
+ * sets job's cursors to the blocks left, and notes where the blocks left
+ * out were.  A follow pass goes over the whole followed set at each of the
  * primary's dumps, and most of it is cached since the pass before: reading
  * it again would copy every block for nothing, a cost that grows with the
  * set, not with what changed.  The look is taken before any advice, so that
@@ -760,7 +773,9 @@ drop_os_cached(WarmJob *job, const WarmRange *ranges, int nranges)
 
 	kept.cap = nranges + 16;
 	kept.n = 0;
+	kept.dropped = 0;
 	kept.r = palloc(sizeof(WarmRange) * kept.cap);
+	kept.dropped_before = palloc(sizeof(uint32) * kept.cap);
 	for (i = 0; i < nranges; i++)
 	{
 		BlockNumber b = ranges[i].start;
@@ -786,18 +801,44 @@ drop_os_cached(WarmJob *job, const WarmRange *ranges, int nranges)
 				}
 				if (stretch != InvalidBlockNumber)
 					close_stretch(&kept, stretch, b + j,
-								  stretch == ranges[i].start, &job->found);
+								  stretch == ranges[i].start);
 				stretch = InvalidBlockNumber;
 				keep_range(&kept, b + j, 1);
 			}
 			b += n;
 		}
 		if (stretch != InvalidBlockNumber)
-			close_stretch(&kept, stretch, end, true, &job->found);
+			close_stretch(&kept, stretch, end, true);
 	}
 	job->cur.ranges = job->adv.ranges = kept.r;
 	job->cur.nranges = job->adv.nranges = kept.n;
 	job->kept_ranges = kept.r;
+	job->dropped_before = kept.dropped_before;
+	job->dropped_after = kept.dropped;
+}
+
+/*
+ * The blocks left out (drop_os_cached) before the range the cursor is in,
+ * and with done after the last range too, not reported yet; they are
+ * counted for the pacer, which does not charge them to the rate cap.
+ */
+static uint64
+dropped_until_cursor(WarmJob *job, bool done)
+{
+	uint64		n = 0;
+	int			last = done ? job->cur.nranges - 1 : job->cur.ri;
+
+	if (job->dropped_before == NULL)
+		return 0;
+	for (; job->dropped_ri <= last; job->dropped_ri++)
+		n += job->dropped_before[job->dropped_ri];
+	if (done)
+	{
+		n += job->dropped_after;
+		job->dropped_after = 0;
+	}
+	job->pacer->found_cached += n;
+	return n;
 }
 
 /*
@@ -1095,7 +1136,9 @@ warm_loop(WarmJob *job)
 	WarmAdvice	reported;
 	uint64		done = 0;
 	uint64		in_buffers = 0; /* since the last pace() */
-	uint64		os_only = job->found;	/* in the OS cache already */
+	uint64		os_only = 0;
+	uint64		dropped = 0;	/* left out as in the OS cache already */
+	uint64		gap;
 
 	while (!cursor_done(&job->cur))
 	{
@@ -1110,6 +1153,9 @@ warm_loop(WarmJob *job)
 		instr_time	start;
 
 		CHECK_FOR_INTERRUPTS();
+		gap = dropped_until_cursor(job, false);
+		os_only += gap;
+		dropped += gap;
 		if (pacer && pacer->pace)
 		{
 			pacer->pace(pacer, in_buffers, os_only);
@@ -1201,9 +1247,15 @@ warm_loop(WarmJob *job)
 			job->mode = WC_MODE_READ;
 		}
 	}
+	if (cursor_done(&job->cur))
+	{
+		gap = dropped_until_cursor(job, true);
+		os_only += gap;
+		dropped += gap;
+	}
 	if (pacer && pacer->pace && (in_buffers > 0 || os_only > 0))
 		pacer->pace(pacer, in_buffers, os_only);
-	return done + job->found;
+	return done + dropped;
 }
 
 /*
@@ -1262,7 +1314,6 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 		if (pacer && pacer->skip_os_cached && job.mode == WC_MODE_READ)
 		{
 			drop_os_cached(&job, ranges, nranges);
-			pacer->found_cached += job.found;
 			cursor_advance(&job.cur, 0);
 			cursor_advance(&job.adv, 0);
 		}
@@ -1284,7 +1335,10 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	if (job.iobuf)
 		pfree(job.iobuf);
 	if (job.kept_ranges)
+	{
 		pfree(job.kept_ranges);
+		pfree(job.dropped_before);
+	}
 	if (job.residency)
 		pfree(job.residency);
 	pfree(path);
