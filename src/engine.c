@@ -51,6 +51,7 @@
 
 #include "compat.h"
 #include "engine.h"
+#include "oscache.h"
 
 /* Blocks in one read of mode read, and the unit of a window. */
 #define WC_IO_BLOCKS	32
@@ -232,7 +233,6 @@ static File
 seg_file(SegFile *sf, BlockNumber block)
 {
 	BlockNumber segno = block / RELSEG_SIZE;
-
 	char	   *p;
 
 	if (sf->file >= 0 && sf->segno == segno)
@@ -636,25 +636,18 @@ all_in_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
  * mincore() on a read-only mapping of the segment says which pages are
  * resident without touching them; the mapping is made once per segment and
  * never read, so a file truncated meanwhile costs nothing.  A block counts
- * when all its pages are resident.  False where that cannot be known (the
- * segment is not there or cannot be mapped, or no mincore()): then the
- * blocks are to be read.
+ * when all its pages are resident (wc_block_residency).  False where that
+ * cannot be known (the segment is not there or cannot be mapped, or no
+ * mincore()): then the blocks are to be read.
  */
 static bool
 span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 {
 #ifdef __linux__
-	static Size pagesize = 0;
 	SegFile    *sf = &job->sf[0];
-	char	   *start;
-	char	   *first;
-	char	   *end;
-	BlockNumber i;
 
-	if (pagesize == 0)
-		pagesize = (Size) sysconf(_SC_PAGESIZE);
 	Assert(n <= WC_RESIDENCY_SPAN && block / RELSEG_SIZE == (block + n - 1) / RELSEG_SIZE);
-	if (pagesize < 4096 || seg_file(sf, block) < 0 || sf->unmappable)
+	if (seg_file(sf, block) < 0 || sf->unmappable)
 		return false;
 	if (sf->map == NULL)
 	{
@@ -677,22 +670,9 @@ span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 		sf->map = map;
 	}
 	if (job->residency == NULL)
-		job->residency = palloc(WC_RESIDENCY_SPAN * BLCKSZ / 4096 + 2);
-	start = sf->map + (Size) (block % RELSEG_SIZE) * BLCKSZ;
-	first = (char *) TYPEALIGN_DOWN(pagesize, start);
-	end = (char *) TYPEALIGN(pagesize, start + (Size) n * BLCKSZ);
-	if (mincore(first, end - first, job->residency) != 0)
-		return false;
-	for (i = 0; i < n; i++)
-	{
-		Size		p = (start + (Size) i * BLCKSZ - first) / pagesize;
-		Size		last = (start + (Size) (i + 1) * BLCKSZ - 1 - first) / pagesize;
-
-		resident[i] = true;
-		for (; p <= last && resident[i]; p++)
-			resident[i] = (job->residency[p] & 1) != 0;
-	}
-	return true;
+		job->residency = palloc(WC_RESIDENCY_VEC(WC_RESIDENCY_SPAN));
+	return wc_block_residency(sf->map, block % RELSEG_SIZE, n,
+							  job->residency, resident);
 #else
 	return false;
 #endif

@@ -13,11 +13,10 @@
  *
  * Nothing here takes a lock or reads a page: the mapping is never touched,
  * so a file dropped or truncated meanwhile is at worst a run that the
- * restore skips as gone.  Memory is one residency vector of a segment
- * (RELSEG_SIZE blocks: 256 kB for 1 GB of 4 kB pages), whatever the size
- * of the database.  Temporary relations and init forks are left out, and
- * unlogged relations (those with an init fork) unless asked for, as the
- * buffer tier does.  The blocks also in shared buffers are not taken out:
+ * restore skips as gone.  Memory is one residency vector of WC_OS_SCAN_SPAN
+ * blocks (8 kB, and 4 kB of flags), whatever the size of the database.
+ * Temporary relations and init forks are left out, and unlogged relations
+ * (those with an init fork) unless asked for, as the buffer tier does.  The blocks also in shared buffers are not taken out:
  * the restore finds them in the page cache, at no I/O cost.  While queries
  * keep every CPU busy the walk keeps to the restore's CPU budget.
  *
@@ -58,6 +57,12 @@
 #include "oscache.h"
 #include "pacer.h"
 
+/*
+ * Blocks of a segment one mincore() call asks about: 32 MB of file, a
+ * vector of 8 kB (4 kB pages), so that a 1 GB segment takes 32 calls.
+ */
+#define WC_OS_SCAN_SPAN		4096
+
 /* CPU the walk spends between two looks at the queries, in microseconds */
 #define WC_SCAN_SLICE_US	5000
 
@@ -77,9 +82,8 @@ typedef struct OsScan
 	TimestampTz started;
 	OsRunCallback emit;
 	void	   *arg;
-	unsigned char *vec;			/* mincore() residency of one segment */
-	size_t		vec_pages;
-	size_t		page_size;
+	unsigned char *vec;			/* mincore()'s vector for WC_OS_SCAN_SPAN */
+	bool	   *resident;		/* per block of that span */
 	int64		cpu_at;			/* CPU time when the scan last yielded */
 } OsScan;
 
@@ -143,6 +147,41 @@ is_unlogged(const char *dir, RelFileNumber relnumber)
 }
 
 /*
+ * Which of the n blocks from block off on, of a relation segment mapped
+ * read-only at map (never touched), the OS page cache holds: resident[i]
+ * for block off + i.  vec is mincore()'s scratch vector,
+ * WC_RESIDENCY_VEC(n) bytes.  A block counts when all of its OS pages are
+ * resident.  Returns false when that cannot be known: pages that are not
+ * a whole fraction of a block, or mincore() refused.
+ */
+bool
+wc_block_residency(const char *map, BlockNumber off, BlockNumber n,
+				   unsigned char *vec, bool *resident)
+{
+	static size_t page_size = 0;
+	size_t		per_block;
+	BlockNumber b;
+
+	if (page_size == 0)
+		page_size = (size_t) sysconf(_SC_PAGESIZE);
+	if (page_size < 4096 || BLCKSZ % page_size != 0)
+		return false;
+	per_block = BLCKSZ / page_size;
+	if (mincore((void *) (map + (size_t) off * BLCKSZ), (size_t) n * BLCKSZ,
+				vec) != 0)
+		return false;
+	for (b = 0; b < n; b++)
+	{
+		size_t		i;
+
+		resident[b] = true;
+		for (i = 0; i < per_block && resident[b]; i++)
+			resident[b] = (vec[(size_t) b * per_block + i] & 1) != 0;
+	}
+	return true;
+}
+
+/*
  * Hand the runs of cached blocks of one segment file to the callback.
  */
 static void
@@ -151,11 +190,10 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 {
 	int			fd;
 	struct stat st;
-	void	   *map;
-	size_t		pages;
-	size_t		per_block = BLCKSZ / scan->page_size;
+	char	   *map;
+	Size		len;
 	BlockNumber nblocks;
-	BlockNumber b;
+	BlockNumber off;
 	WarmRun		run = *key;
 
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
@@ -167,38 +205,35 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 		return;
 	}
 	nblocks = Min((BlockNumber) (st.st_size / BLCKSZ), (BlockNumber) RELSEG_SIZE);
-	pages = (size_t) nblocks * per_block;
-	map = mmap(NULL, pages * scan->page_size, PROT_READ, MAP_SHARED, fd, 0);
+	len = (Size) nblocks * BLCKSZ;
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	CloseTransientFile(fd);
 	if (map == MAP_FAILED)
 		return;
-	if (pages > scan->vec_pages ||
-		mincore(map, pages * scan->page_size, scan->vec) != 0)
-	{
-		munmap(map, pages * scan->page_size);
-		return;
-	}
-	munmap(map, pages * scan->page_size);
 
 	run.count = 0;
-	for (b = 0; b < nblocks; b++)
+	for (off = 0; off < nblocks; off += WC_OS_SCAN_SPAN)
 	{
-		size_t		i;
-		bool		cached = true;
+		BlockNumber n = Min(nblocks - off, WC_OS_SCAN_SPAN);
+		BlockNumber b;
 
-		for (i = 0; i < per_block && cached; i++)
-			cached = (scan->vec[(size_t) b * per_block + i] & 1) != 0;
-		if (cached)
+		if (!wc_block_residency(map, off, n, scan->vec, scan->resident))
+			break;
+		for (b = 0; b < n; b++)
 		{
-			if (run.count == 0)
-				run.start = first_block + b;
-			run.count++;
-			continue;
+			if (scan->resident[b])
+			{
+				if (run.count == 0)
+					run.start = first_block + off + b;
+				run.count++;
+				continue;
+			}
+			if (run.count > 0)
+				scan->emit(scan->arg, &run);
+			run.count = 0;
 		}
-		if (run.count > 0)
-			scan->emit(scan->arg, &run);
-		run.count = 0;
 	}
+	munmap(map, len);
 	if (run.count > 0)
 		scan->emit(scan->arg, &run);
 }
@@ -366,12 +401,9 @@ wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg)
 	scan.started = GetCurrentTimestamp();
 	scan.emit = emit;
 	scan.arg = arg;
-	scan.page_size = (size_t) sysconf(_SC_PAGESIZE);
 	scan.cpu_at = wc_cpu_time_us();
-	if (scan.page_size == 0 || BLCKSZ % scan.page_size != 0)
-		return true;			/* pages larger than blocks: not measured */
-	scan.vec_pages = (size_t) RELSEG_SIZE * (BLCKSZ / scan.page_size);
-	scan.vec = palloc(scan.vec_pages);
+	scan.vec = palloc(WC_RESIDENCY_VEC(WC_OS_SCAN_SPAN));
+	scan.resident = palloc(sizeof(bool) * WC_OS_SCAN_SPAN);
 
 	scan_directory(&scan, "global", InvalidOid, GLOBALTABLESPACE_OID);
 	for_each_oid_entry(&scan, "base", NULL, DEFAULTTABLESPACE_OID,
@@ -379,5 +411,6 @@ wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg)
 	for_each_oid_entry(&scan, "pg_tblspc", TABLESPACE_VERSION_DIRECTORY,
 					   InvalidOid, scan_tablespace);
 	pfree(scan.vec);
+	pfree(scan.resident);
 	return !scan.stopped;
 }
