@@ -98,24 +98,53 @@ def hot_start_rows(pg, d):
     tps = {}
     for r in rows_of(os.path.join(d, "tps.csv")):
         tps.setdefault((r["method"], r["rep"]), {})[int(float(r["second"]))] = float(r["tps"])
-    reps = sorted({rep for (m, rep) in tps if m == "warmcache"} & {rep for (m, rep) in tps if m == "none"})
-    worst, mean30 = [], []
-    for rep in reps:
-        a, b = tps[("warmcache", rep)], tps[("none", rep)]
 
-        def mean(s, lo, hi):
-            xs = [s[i] for i in range(lo, hi + 1) if i in s]
-            return sum(xs) / len(xs) if xs else None
-        ratios = [mean(a, lo, hi) / mean(b, lo, hi) for lo, hi in WINDOWS
-                  if mean(a, lo, hi) and mean(b, lo, hi)]
-        if ratios:
-            worst.append(min(ratios))
-        if mean(a, 1, 30) and mean(b, 1, 30):
-            mean30.append(mean(a, 1, 30) / mean(b, 1, 30))
+    def mean(s, lo, hi):
+        xs = [s[i] for i in range(lo, hi + 1) if i in s]
+        return sum(xs) / len(xs) if xs else None
+
+    def against_none(method):
+        """Per repetition: the worst window's ratio to none and the mean
+        of seconds 1-30's; per window: the ratios of every repetition."""
+        reps = sorted({rep for (m, rep) in tps if m == method} & {rep for (m, rep) in tps if m == "none"})
+        worst, mean30, per_window = [], [], {w: [] for w in WINDOWS}
+        for rep in reps:
+            a, b = tps[(method, rep)], tps[("none", rep)]
+            ratios = []
+            for w in WINDOWS:
+                x, y = mean(a, *w), mean(b, *w)
+                if x and y:
+                    ratios.append(x / y)
+                    per_window[w].append(x / y)
+            if ratios:
+                worst.append(min(ratios))
+            if mean(a, 1, 30) and mean(b, 1, 30):
+                mean30.append(mean(a, 1, 30) / mean(b, 1, 30))
+        medians = [med(xs) for xs in per_window.values() if xs]
+        return worst, mean30, medians
+
+    worst, mean30, medians = against_none("warmcache")
     add(pg, "hot-start", "worst 5-s window from 3 s / none", ">= 0.95",
         spread(worst, "{:.2f}"), med(worst) >= 0.95 if worst else None)
     add(pg, "hot-start", "mean 1-30 s / none", ">= 0.98",
         spread(mean30, "{:.3f}"), med(mean30) >= 0.98 if mean30 else None)
+    # The same windows read the other way round: per window the median over
+    # the repetitions, then the worst of those.  Not a target (no mark):
+    # shown beside the control below, for the issue to decide which
+    # statistic the target means.
+    if medians:
+        add(pg, "hot-start", "worst of the windows' medians / none", "(>= 0.95)",
+            " ".join(f"{x:.2f}" for x in medians) + f": {min(medians):.2f}", None)
+    # The control: none once more against none.  Whatever it shows, the
+    # workload's own spread gives with no warm-up at all.
+    cw, cm, cmed = against_none("none-again")
+    if cw:
+        add(pg, "hot-start", "control: none again / none, worst window", "-",
+            spread(cw, "{:.2f}"), None)
+        add(pg, "hot-start", "control: none again / none, mean 1-30 s", "-",
+            spread(cm, "{:.3f}"), None)
+        add(pg, "hot-start", "control: worst of the windows' medians", "-",
+            " ".join(f"{x:.2f}" for x in cmed) + f": {min(cmed):.2f}", None)
     summary = rows_of(os.path.join(d, "summary.csv"))
     beside = per_method(summary, "hot-start", "warmcache", "restore_s_after_ready")
     idle = per_method(summary, "idle", "warmcache", "restore_s_after_ready")

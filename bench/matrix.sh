@@ -13,9 +13,11 @@
 #   reboot     warmup.sh --workload uniform --shared-buffers 256MB, methods
 #              none, autoprewarm, warmcache (both tiers), --no-idle
 #   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
-#              warmcache, --hot-reps (5) repetitions and as many idle
-#              restores: its per-second TPS, CPU-bound on a virtual machine,
-#              varies by 10-15% between two runs a minute apart
+#              warmcache and none-again (no warm-up once more: the control),
+#              --hot-reps (5) repetitions and as many idle restores: its
+#              per-second TPS, CPU-bound on a virtual machine, varies by
+#              10-15% between two runs a minute apart, and the control's
+#              ratio to none shows what that spread alone gives
 #   uniform    warmup.sh --workload uniform,hot (uniform and recent rows
 #              hot), shared_buffers 4GB, methods none, autoprewarm,
 #              warmcache, --no-idle
@@ -71,7 +73,8 @@ for pg in "${pglist[@]}"; do
 				--reps "$reps" --no-idle ;;
 		hot-start)
 			IDLE_REPS=$hreps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
-				--workload hot-start --methods none,warmcache --seconds 30 --reps "$hreps" ;;
+				--workload hot-start --methods none,warmcache,none-again --seconds 30 \
+				--reps "$hreps" ;;
 		uniform)
 			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform,hot \
 				--methods none,autoprewarm,warmcache --reps "$reps" --no-idle ;;

@@ -23,7 +23,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "none-again"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 READY = "database system is ready to accept connections"
@@ -176,7 +176,7 @@ for key in keys:
             t90m = med(t90s) if all(x is not None for x in t90s) else None
             t90txt = fmt(t90m, ".0f") if t90m is not None else f">{nmax}"
             rsm = med([r["rs"] for r in rr])
-            if method != "none" and rsm is None:
+            if not method.startswith("none") and rsm is None:
                 rstxt = "not seen"
             else:
                 rstxt = fmt(rsm, ".1f")
@@ -246,7 +246,7 @@ for key in keys:
             p("")
             p("| method | restore with the workload (s), median (min-max) | idle restore (s) | ratio |")
             p("|---|---:|---:|---:|")
-            for method in others:
+            for method in [m for m in others if not m.startswith("none")]:
                 rs = [r["rs"] for r in runs[method] if r["rs"] is not None]
                 idl = idle_secs.get(method)
                 rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"

@@ -4,7 +4,7 @@
 #
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
-#                   [--methods none,autoprewarm,warmcache,warmcache-buffers]
+#                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -17,7 +17,9 @@
 # The methods: none (no warm-up), autoprewarm (contrib pg_prewarm's),
 # warmcache (pg_warmcache with pg_warmcache.dump_os_cache = on: shared
 # buffers and the OS page cache) and warmcache-buffers (dump_os_cache = off:
-# shared buffers only, as pg_warmcache 1.0).
+# shared buffers only, as pg_warmcache 1.0); none-again is none once more,
+# a control: its ratio to none is what the workload's own spread alone
+# gives.
 #
 # The reboot scenario, where the OS page cache holds what shared_buffers
 # does not: --shared-buffers 256MB at scale 100 (1.5 GB).  The saved state's
@@ -123,7 +125,7 @@ for w in "${workloads[@]}"; do
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | autoprewarm | warmcache | warmcache-buffers) ;; *) die "unknown method $m" ;; esac
+	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers) ;; *) die "unknown method $m" ;; esac
 done
 [[ $sbuf =~ ^[0-9]+[kMG]B$ ]] || die "--shared-buffers: a size like 256MB or 4GB"
 EXTRA_CONF="shared_buffers = $sbuf
@@ -289,7 +291,7 @@ idle_runs() {
 	for ((rep = 1; rep <= IDLE_REPS; rep++)); do
 		for ((i = 0; i < nm; i++)); do
 			m=${methodlist[$(((i + rep - 1) % nm))]}
-			[ "$m" = none ] || idle_run "$m" "$1" "$rep"
+			[[ $m == none* ]] || idle_run "$m" "$1" "$rep"
 		done
 	done
 }
