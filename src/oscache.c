@@ -16,9 +16,10 @@
  * restore skips as gone.  Memory is one residency vector of WC_OS_SCAN_SPAN
  * blocks (8 kB, and 4 kB of flags), whatever the size of the database.
  * Temporary relations and init forks are left out, and unlogged relations
- * (those with an init fork) unless asked for, as the buffer tier does.  The blocks also in shared buffers are not taken out:
- * the restore finds them in the page cache, at no I/O cost.  While queries
- * keep every CPU busy the walk keeps to the restore's CPU budget.
+ * (those with an init fork) unless asked for, as the buffer tier does.
+ * The blocks also in shared buffers are not taken out: the restore finds
+ * them in the page cache, at no I/O cost.  While queries keep every CPU
+ * busy the walk keeps to the restore's CPU budget.
  *
  * The walk's time grows with the cluster's files, so it has bounds.  A
  * periodic dump's walk stops at the autowarm worker's shutdown request
