@@ -123,12 +123,13 @@ struct WarmPacer
 								 * read_os) */
 	bool		os_cache_only;	/* buffer mode: read the next chunk into
 								 * the OS cache only, as mode read with
-								 * skip_in_buffers (set by pace()) */
+								 * skip_in_buffers, unless it is there
+								 * already (set by pace()) */
 	bool		skip_os_cached;	/* read mode: leave out the stretches
-								 * already in the OS cache (a follow pass) */
+								 * already in the OS cache (the restore) */
 	uint64		found_cached;	/* added to by the engine: blocks of
-								 * os_only not read for skip_os_cached;
-								 * pace() takes them */
+								 * os_only found in the OS cache and not
+								 * read; pace() takes them */
 	WarmAdvice	advice;			/* kept by the engine across calls */
 	WarmAdviceShare *advice_share;	/* used instead, if set */
 };

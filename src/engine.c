@@ -679,6 +679,30 @@ span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 }
 
 /*
+ * Is the chunk of n blocks from block on (within one segment, at most an
+ * I/O chunk) in the OS page cache?  A frugal chunk (os_cache_only) asks
+ * before it reads: its aim is the OS cache, and where that holds the chunk
+ * already, reading it is a copy, CPU taken from queries that are using all
+ * of it.  Not where that cannot be known.
+ */
+static bool
+chunk_in_os_cache(WarmJob *job, BlockNumber block, BlockNumber n)
+{
+	bool		resident[WC_IO_BLOCKS];
+	BlockNumber i;
+
+	StaticAssertStmt(WC_IO_BLOCKS <= WC_RESIDENCY_SPAN,
+					 "an I/O chunk must fit in one residency span");
+	Assert(n <= WC_IO_BLOCKS);
+	if (!span_residency(job, block, n, resident))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!resident[i])
+			return false;
+	return true;
+}
+
+/*
  * A growing list of the ranges left to warm, adjacent ones merged, and per
  * range the blocks left out just before it (in the order of the ranges
  * given): the engine reports those as done when it comes to the range, so
@@ -1130,6 +1154,7 @@ warm_loop(WarmJob *job)
 		BlockNumber warmed;
 		bool		measure;
 		bool		advise = false;
+		bool		chunk_advised;
 		instr_time	start;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1174,6 +1199,13 @@ warm_loop(WarmJob *job)
 			advise_until(&job->adv, &job->advised, done + n + window,
 						 &job->sf[1], piece);
 
+		/*
+		 * Our own advice (before or just now) may be what has the chunk in the
+		 * OS cache: the kernel enters advised pages there as their reads
+		 * start, and mincore() counts them.
+		 */
+		chunk_advised = job->advised > done;
+
 		if (job->mode == WC_MODE_BUFFER && !(pacer && pacer->os_cache_only))
 		{
 			warmed = load_buffers(job, block, n);
@@ -1192,6 +1224,17 @@ warm_loop(WarmJob *job)
 					in_buffers += n;
 				else
 					os_only += n;
+			}
+			else if (pacer && pacer->os_cache_only &&
+					 chunk_in_os_cache(job, block, n))
+			{
+				/*
+				 * In the OS cache already: done.  Not charged to the rate
+				 * cap, unless it was our advice that read it.
+				 */
+				if (!chunk_advised)
+					pacer->found_cached += n;
+				os_only += n;
 			}
 			else if (!read_os(job, block, n))
 				break;			/* the relation shrank under us */
