@@ -123,28 +123,34 @@ def hot_start_rows(pg, d):
         medians = [med(xs) for xs in per_window.values() if xs]
         return worst, mean30, medians
 
+    # "Every 5-s window >= 0.95x no warm-up", medians over the repetitions:
+    # per window the median of its ratios over the repetitions, then the
+    # worst window.  Taking each repetition's worst window first would score
+    # the workload's own spread: a method that does nothing scored 0.88 to
+    # 1.01 that way (docs/benchmarks.md, "Hot-start with a control").
     worst, mean30, medians = against_none("warmcache")
-    add(pg, "hot-start", "worst 5-s window from 3 s / none", ">= 0.95",
-        spread(worst, "{:.2f}"), med(worst) >= 0.95 if worst else None)
+    cw, cm, cmed = against_none("none-again")
+    note = ""
+    if cmed and min(cmed) < 0.97:
+        note = f"; control {min(cmed):.2f}: the workload's spread is larger than the margin"
+    add(pg, "hot-start", "every 5-s window from 3 s / none (per window the median)", ">= 0.95",
+        (" ".join(f"{x:.2f}" for x in medians) + f": worst {min(medians):.2f}" + note) if medians else "-",
+        min(medians) >= 0.95 if medians else None)
     add(pg, "hot-start", "mean 1-30 s / none", ">= 0.98",
         spread(mean30, "{:.3f}"), med(mean30) >= 0.98 if mean30 else None)
-    # The same windows read the other way round: per window the median over
-    # the repetitions, then the worst of those.  Not a target (no mark):
-    # shown beside the control below, for the issue to decide which
-    # statistic the target means.
-    if medians:
-        add(pg, "hot-start", "worst of the windows' medians / none", "(>= 0.95)",
-            " ".join(f"{x:.2f}" for x in medians) + f": {min(medians):.2f}", None)
+    # The statistic the matrix marked before 1.3: each repetition's worst
+    # window, then the median over the repetitions.  Shown, not marked.
+    add(pg, "hot-start", "each repetition's worst window / none", "-",
+        spread(worst, "{:.2f}"), None)
     # The control: none once more against none.  Whatever it shows, the
     # workload's own spread gives with no warm-up at all.
-    cw, cm, cmed = against_none("none-again")
     if cw:
-        add(pg, "hot-start", "control: none again / none, worst window", "-",
-            spread(cw, "{:.2f}"), None)
+        add(pg, "hot-start", "control: none again / none, per window the median", "-",
+            " ".join(f"{x:.2f}" for x in cmed) + f": worst {min(cmed):.2f}", None)
         add(pg, "hot-start", "control: none again / none, mean 1-30 s", "-",
             spread(cm, "{:.3f}"), None)
-        add(pg, "hot-start", "control: worst of the windows' medians", "-",
-            " ".join(f"{x:.2f}" for x in cmed) + f": {min(cmed):.2f}", None)
+        add(pg, "hot-start", "control: each repetition's worst window", "-",
+            spread(cw, "{:.2f}"), None)
     summary = rows_of(os.path.join(d, "summary.csv"))
     beside = per_method(summary, "hot-start", "warmcache", "restore_s_after_ready")
     idle = per_method(summary, "idle", "warmcache", "restore_s_after_ready")
