@@ -163,7 +163,7 @@ repo_version() {
 	echo "$v"
 }
 
-# use_cluster DISK SCALE: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
+# use_cluster DISK SCALE [NAME]: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
 # to start servers under, or empty) and CAPPED_RA (the capped disk's
 # read_ahead_kb), takes the cluster's lock.
 use_cluster() {
@@ -172,7 +172,9 @@ use_cluster() {
 	CAPPED=""
 	case "$DISK" in
 	local)
-		CLDIR=$BENCH_BASE/pg$PG_MAJOR-local-s$SCALE
+		# A script whose objects would change what others measure names
+		# a cluster of its own (third argument).
+		CLDIR=$BENCH_BASE/pg$PG_MAJOR-local-s$SCALE${3:+-$3}
 		;;
 	capped)
 		CAPPED=$BENCH_DIR/capped-disk.sh

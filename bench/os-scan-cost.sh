@@ -4,16 +4,22 @@
 # files are scattered in the OS page cache.
 #
 #   bench/os-scan-cost.sh [--pg 15|18] [--gb 10] [--reps 5] [--stride-kb 64]
+#                         [--files 0]
 #
-# The cluster is the local disk's scale-1 pgbench cluster of bench/lib.sh
-# (shared_buffers 256MB here).  Into the bench database's directory go GB
+# The cluster is a scale-1 pgbench cluster of its own on the local disk
+# (bench/lib.sh's, named os-scan; shared_buffers 256MB here), so that what
+# other scripts leave in theirs does not count.  Into the bench database's directory go GB
 # files of 1 GB named like relation files (990000001, 990000002, ...), made
 # sparse: the scan reads file names and page-cache residency only, never
 # the data, and a hole read into the page cache is resident like any page.
 # Each file is evicted (posix_fadvise DONTNEED), then every other STRIDE kB
 # is read with readahead off (POSIX_FADV_RANDOM), so half of every file is
 # resident in runs of STRIDE kB: the worst case for the scan, one run per
-# STRIDE kB.  util-linux fincore checks the pattern.
+# STRIDE kB.  util-linux fincore checks the pattern.  With --files N, N
+# one-block files named like relation files (980000001, ...) go there too,
+# resident: the scan's cost per file, as a database of many small
+# relations has them.  The relation files of the cluster are counted, and
+# the cost per file is (on - off) over that count.
 #
 # Per repetition, alternating which goes first: reload with the setting on
 # or off (in bench_run.conf, see bench/lib.sh), then in one session read
@@ -32,27 +38,30 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 gb=10 reps=5 stride=64
+pg=15 gb=10 reps=5 stride=64 nfiles=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
 	--gb) gb=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--stride-kb) stride=$2; shift 2 ;;
+	--files) nfiles=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
 need_root
-for v in gb reps stride; do
+for v in reps stride; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} >= 1)) || die "--$v must be a whole number >= 1"
 done
+[[ $gb =~ ^[0-9]+$ && $nfiles =~ ^[0-9]+$ ]] && ((gb + nfiles >= 1)) ||
+	die "--gb and --files take whole numbers, at least one of them >= 1"
 ((stride % 8 == 0)) || die "--stride-kb must be a multiple of 8 (the block size)"
 
 EXTRA_CONF="shared_buffers = 256MB
 ${EXTRA_CONF:-}"
 use_pg "$pg"
-use_cluster local 1
+use_cluster local 1 os-scan
 ensure_db
 pg_start "$CLDIR/logs/os-scan.log"
 verify_lib
@@ -63,9 +72,27 @@ for ((i = 1; i <= gb; i++)); do
 done
 cleanup() {
 	rm -f "${fakes[@]}"
+	[ "$nfiles" = 0 ] || find "$dbdir" -maxdepth 1 -name '98[0-9][0-9][0-9][0-9][0-9][0-9][0-9]' -delete
 	pg_stop 2>/dev/null || true
 }
 trap cleanup EXIT
+
+if [ "$nfiles" -gt 0 ]; then
+	say "making $nfiles one-block files in $dbdir, resident"
+	python3 - "$dbdir" "$nfiles" "$(id -u "$PG_USER")" "$(id -g "$PG_USER")" <<'EOF'
+import os, sys
+d, n, uid, gid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+block = bytes(8192)
+for i in range(1, n + 1):
+    path = os.path.join(d, str(980000000 + i))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, block)
+    os.fchown(fd, uid, gid)
+    os.close(fd)
+EOF
+fi
+relfiles=$(find "$PGDATA/base" "$PGDATA/global" "$PGDATA/pg_tblspc/" -type f -name '[0-9]*' 2>/dev/null | wc -l)
+say "relation files in the cluster: $relfiles"
 
 say "making $gb sparse 1 GB files in $dbdir, every other ${stride} kB resident"
 for f in "${fakes[@]}"; do
@@ -84,7 +111,10 @@ for path in sys.argv[2:]:
         os.pread(fd, stride, off)
     os.close(fd)
 EOF
-resident() { fincore -b -n -o RES "${fakes[@]}" | awk '{ s += $1 } END { printf "%.3f", s / 2^30 }'; }
+resident() {
+	[ ${#fakes[@]} -gt 0 ] || { echo 0; return; }
+	fincore -b -n -o RES "${fakes[@]}" | awk '{ s += $1 } END { printf "%.3f", s / 2^30 }'
+}
 res0=$(resident)
 say "resident: $res0 GB of $gb GB"
 
@@ -127,7 +157,7 @@ for ((r = 1; r <= reps; r++)); do
 done
 res1=$(resident)
 run_conf ""
-printf '%s\n' "${rows[@]}" | awk -v gb="$gb" -v res0="$res0" -v res1="$res1" '
+printf '%s\n' "${rows[@]}" | awk -v gb="$gb" -v res0="$res0" -v res1="$res1" -v files="$relfiles" '
 function med(a, n,   i, j, t) {
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -145,6 +175,9 @@ END {
 	printf "| dump_os_cache | CPU ms median (min-max) | wall ms median (min-max) | file bytes | blocks |\n|---|---:|---:|---:|---:|\n"
 	printf "| off | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %d | %d |\n", mc["off"], lc["off"], hc["off"], mw["off"], lw["off"], hw["off"], bytes["off"], blocks["off"]
 	printf "| on | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %d | %d |\n", mc["on"], lc["on"], hc["on"], mw["on"], lw["on"], hw["on"], bytes["on"], blocks["on"]
-	printf "\nOS tier, per GB of scattered files: CPU %.1f ms (on - off, medians), wall %.1f ms, file %.0f bytes\n",
-		(mc["on"] - mc["off"]) / gb, (mw["on"] - mw["off"]) / gb, (bytes["on"] - bytes["off"]) / gb
+	if (gb > 0)
+		printf "\nOS tier, per GB of scattered files: CPU %.1f ms (on - off, medians), wall %.1f ms, file %.0f bytes\n",
+			(mc["on"] - mc["off"]) / gb, (mw["on"] - mw["off"]) / gb, (bytes["on"] - bytes["off"]) / gb
+	printf "\nOS tier, per relation file (%d in the cluster): CPU %.1f us (on - off, medians), wall %.1f us\n",
+		files, (mc["on"] - mc["off"]) * 1000 / files, (mw["on"] - mw["off"]) * 1000 / files
 }'
