@@ -93,8 +93,8 @@ typedef struct WarmShared
 	pg_atomic_uint64 restore_skipped[WC_SKIP_REASONS];
 	pg_atomic_uint64 restore_cpu_us;	/* CPU of the restore workers that
 										 * ended */
-	pg_atomic_uint64 restore_found_cached;	/* a follow pass's blocks in the
-											 * OS cache already, not read */
+	pg_atomic_uint64 restore_found_cached;	/* a restore's blocks in the OS
+											 * cache already, not read */
 	pg_atomic_uint32 db_command_pending;	/* a database-level command
 											 * wants a database the restore
 											 * wants (restore.c) */

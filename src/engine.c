@@ -1154,7 +1154,8 @@ warm_loop(WarmJob *job)
 		BlockNumber warmed;
 		bool		measure;
 		bool		advise = false;
-		bool		chunk_advised;
+		bool		advised_earlier;
+		bool		chunk_cached = false;
 		instr_time	start;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1192,19 +1193,22 @@ warm_loop(WarmJob *job)
 			if (advise || measuring)
 				window = scaled_window(job, pacer_window, &piece);
 		}
+		/*
+		 * A frugal chunk asks whether the OS cache holds it before this
+		 * round's advice: mincore() counts a page once its read is done, so
+		 * what it finds now was there, or came in by advice of an earlier
+		 * round.
+		 */
+		advised_earlier = job->advised > done;
+		if (pacer && pacer->os_cache_only && job->mode != WC_MODE_PREFETCH)
+			chunk_cached = chunk_in_os_cache(job, block, n);
+
 		if (job->mode == WC_MODE_PREFETCH)
 			advise_until(&job->adv, &job->advised, done + n, &job->sf[1],
 						 job_piece(job));
 		else if (advise)
 			advise_until(&job->adv, &job->advised, done + n + window,
 						 &job->sf[1], piece);
-
-		/*
-		 * Our own advice (before or just now) may be what has the chunk in the
-		 * OS cache: the kernel enters advised pages there as their reads
-		 * start, and mincore() counts them.
-		 */
-		chunk_advised = job->advised > done;
 
 		if (job->mode == WC_MODE_BUFFER && !(pacer && pacer->os_cache_only))
 		{
@@ -1225,14 +1229,13 @@ warm_loop(WarmJob *job)
 				else
 					os_only += n;
 			}
-			else if (pacer && pacer->os_cache_only &&
-					 chunk_in_os_cache(job, block, n))
+			else if (chunk_cached)
 			{
 				/*
 				 * In the OS cache already: done.  Not charged to the rate
 				 * cap, unless it was our advice that read it.
 				 */
-				if (!chunk_advised)
+				if (!advised_earlier)
 					pacer->found_cached += n;
 				os_only += n;
 			}

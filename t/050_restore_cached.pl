@@ -6,7 +6,9 @@
 # fincore on the server's own files: before the restart, one table is
 # dropped from the page cache and the other is resident; the restore (mode
 # read) must bring the first back, and say that it found the second (and
-# no block of the first) in the cache already.
+# no block of the first) in the cache already.  The dump has no OS tier
+# (start_node's dump_os_cache = off), so that each block is in the saved
+# file once: the restore cannot find one it read itself.
 
 use strict;
 use warnings;
