@@ -132,7 +132,7 @@ def hot_start_rows(pg, d):
     cw, cm, cmed = against_none("none-again")
     note = ""
     if cmed and min(cmed) < 0.97:
-        note = f"; control {min(cmed):.2f}: the workload's spread is larger than the margin"
+        note = f"; control {min(cmed):.3f}, below 0.97: the workload's spread is larger than the margin"
     add(pg, "hot-start", "every 5-s window from 3 s / none (per window the median)", ">= 0.95",
         (" ".join(f"{x:.2f}" for x in medians) + f": worst {min(medians):.2f}" + note) if medians else "-",
         min(medians) >= 0.95 if medians else None)
