@@ -525,6 +525,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	uint64		skipped = 0;
 	double		elapsed = 0;
 	double		rate = 0;
+	double		progress = 0;
 	const char *state;
 	bool		started;
 	bool		following;
@@ -551,7 +552,18 @@ warmcache_status(PG_FUNCTION_ARGS)
 
 		elapsed = (end - s.restore_started_at) / 1000000.0;
 		if (elapsed > 0)
-			rate = done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed;
+		{
+			uint64		found = pg_atomic_read_u64(&wc_shared->restore_found_cached);
+
+			/*
+			 * The rate is what was read: blocks found in the OS cache cost
+			 * the device nothing (and the rate cap does not count them).
+			 * The time left goes by all the blocks done.
+			 */
+			rate = (done - Min(found, done)) * (double) BLCKSZ /
+				(1024.0 * 1024.0) / elapsed;
+			progress = done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed;
+		}
 	}
 
 	memset(nulls, 0, sizeof(nulls));
@@ -582,12 +594,12 @@ warmcache_status(PG_FUNCTION_ARGS)
 	nulls[i++] = !started;
 	values[i] = Float8GetDatum(rate);
 	nulls[i++] = !started;
-	/* seconds left, at the rate so far; only while running */
-	if (s.state == WC_STATE_RESTORING && s.restore_finished_at == 0 && rate > 0)
+	/* seconds left, at the pace so far; only while running */
+	if (s.state == WC_STATE_RESTORING && s.restore_finished_at == 0 && progress > 0)
 	{
 		double		left = (double) s.restore_blocks_total - done - skipped;
 
-		values[i] = Float8GetDatum(Max(left, 0) * BLCKSZ / (1024.0 * 1024.0) / rate);
+		values[i] = Float8GetDatum(Max(left, 0) * BLCKSZ / (1024.0 * 1024.0) / progress);
 	}
 	else
 		nulls[i] = true;
