@@ -123,8 +123,7 @@ struct WarmPacer
 								 * read_os) */
 	bool		os_cache_only;	/* buffer mode: read the next chunk into
 								 * the OS cache only, as mode read with
-								 * skip_in_buffers, unless it is there
-								 * already (set by pace()) */
+								 * skip_in_buffers (set by pace()) */
 	bool		skip_os_cached;	/* read mode: leave out the stretches
 								 * already in the OS cache (the restore) */
 	uint64		found_cached;	/* added to by the engine: blocks of
