@@ -91,9 +91,6 @@ for i in range(1, n + 1):
     os.close(fd)
 EOF
 fi
-relfiles=$(find "$PGDATA/base" "$PGDATA/global" "$PGDATA/pg_tblspc/" -type f -name '[0-9]*' 2>/dev/null | wc -l)
-say "relation files in the cluster: $relfiles"
-
 say "making $gb sparse 1 GB files in $dbdir, every other ${stride} kB resident"
 for f in "${fakes[@]}"; do
 	truncate -s 1G "$f"
@@ -111,6 +108,11 @@ for path in sys.argv[2:]:
         os.pread(fd, stride, off)
     os.close(fd)
 EOF
+# Counted once every file is there, the 1 GB ones included (their
+# segments are files to the walk too).
+relfiles=$(find "$PGDATA/base" "$PGDATA/global" "$PGDATA/pg_tblspc/" -type f -name '[0-9]*' 2>/dev/null | wc -l)
+say "relation files in the cluster: $relfiles"
+
 resident() {
 	[ ${#fakes[@]} -gt 0 ] || { echo 0; return; }
 	fincore -b -n -o RES "${fakes[@]}" | awk '{ s += $1 } END { printf "%.3f", s / 2^30 }'

@@ -893,9 +893,10 @@ pg_warmcache_restore_main(Datum arg)
 	 * What is in the OS cache already is not read again (engine.c,
 	 * drop_os_cached).  A follow pass goes over the whole followed set at
 	 * each of the primary's dumps, so that it costs what changed.  A restore
-	 * after a restart of the server alone finds the OS tier, and often much
-	 * of the buffer tier, still in the page cache; copying it again is CPU
-	 * taken from queries that are already served.
+	 * after a restart of the server alone finds the OS tier (in mode read,
+	 * the buffer tier too) still in the page cache; copying it again is CPU
+	 * taken from queries that are already served.  Only batches in mode
+	 * read look: mode buffer must copy into shared buffers anyway.
 	 */
 	w.pacer.base.skip_os_cached = true;
 
