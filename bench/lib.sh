@@ -270,8 +270,48 @@ pg_stop() {
 	fi
 }
 
+# reserve_huge_pages N: at least N huge pages in the kernel's pool, for a
+# server with huge_pages = on (its shared memory then stays allocated
+# between two starts; see warm-vs-prewarm.sh); the pool goes back to its
+# old size when the script ends.
+HUGE_PAGES_BEFORE=""
+reserve_huge_pages() {
+	local cur
+	cur=$(cat /proc/sys/vm/nr_hugepages)
+	[ -n "$HUGE_PAGES_BEFORE" ] || HUGE_PAGES_BEFORE=$cur
+	((cur >= $1)) && return 0
+	echo "$1" >/proc/sys/vm/nr_hugepages
+	cur=$(cat /proc/sys/vm/nr_hugepages)
+	((cur >= $1)) || die "could reserve only $cur of $1 huge pages"
+}
+release_huge_pages() {
+	[ -z "$HUGE_PAGES_BEFORE" ] || echo "$HUGE_PAGES_BEFORE" >/proc/sys/vm/nr_hugepages
+	HUGE_PAGES_BEFORE=""
+}
+
+# cpu_sampler_start FILE: the machine's CPU time once a second into FILE,
+# each line the time (epoch seconds) and the first line of /proc/stat
+# (user nice system idle iowait irq softirq steal ..., in clock ticks),
+# until cpu_sampler_stop, which adds a last line: where the CPU went during
+# a run, the kernel's and the host's (steal) share included.
+CPU_SAMPLER=""
+CPU_SAMPLE_FILE=""
+cpu_sample() { printf '%s %s\n' "$(now)" "$(head -1 /proc/stat)"; }
+cpu_sampler_start() {
+	CPU_SAMPLE_FILE=$1
+	(while :; do cpu_sample; sleep 1; done) >"$1" 2>/dev/null &
+	CPU_SAMPLER=$!
+}
+cpu_sampler_stop() {
+	[ -n "$CPU_SAMPLER" ] || return 0
+	kill "$CPU_SAMPLER" 2>/dev/null || true
+	wait "$CPU_SAMPLER" 2>/dev/null || true
+	cpu_sample >>"$CPU_SAMPLE_FILE"
+	CPU_SAMPLER=""
+}
+
 # Stop the server when the script ends, whatever the reason.
-trap 'pg_stop 2>/dev/null || true' EXIT
+trap 'cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 
 write_conf() {

@@ -49,3 +49,34 @@ def fmt(x, spec=".2f", none="-"):
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
+
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_shares(path, t0=None, a=None, b=None):
+    """Where the machine's CPU time went, from a file of /proc/stat samples
+    (bench/lib.sh, cpu_sampler_start): a dict of the shares, in % of all
+    CPUs' time, of user (with nice), system, irq (with softirq), iowait,
+    steal and idle, over the intervals between samples whose end lies
+    between t0 + a and t0 + b seconds (t0: epoch; None: the whole file).
+    None without samples."""
+    if not os.path.exists(path):
+        return None
+    samples = []
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 10 and f[1] == "cpu":
+            samples.append((float(f[0]), [int(x) for x in f[2:10]]))
+    tot = [0] * 8
+    for (ta, xa), (tb, xb) in zip(samples, samples[1:]):
+        if t0 is not None and not (t0 + a <= tb <= t0 + b + 0.5):
+            continue
+        tot = [t + y - x for t, x, y in zip(tot, xa, xb)]
+    n = sum(tot)
+    if n <= 0:
+        return None
+    d = dict(zip(CPU_FIELDS, tot))
+    return {"user": 100 * (d["user"] + d["nice"]) / n, "system": 100 * d["system"] / n,
+            "irq": 100 * (d["irq"] + d["softirq"]) / n, "iowait": 100 * d["iowait"] / n,
+            "steal": 100 * d["steal"] / n, "idle": 100 * d["idle"] / n}

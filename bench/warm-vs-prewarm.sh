@@ -4,7 +4,7 @@
 #
 #   bench/warm-vs-prewarm.sh [--pg 15|18] [--scale 100] [--reps 7]
 #                            [--conditions cpu,iops,capped,cold]
-#                            [--modes buffer] [--workers 2]
+#                            [--modes buffer] [--workers 2] [--huge-pages on|off]
 #
 # Conditions:
 #   cpu     the files in the OS cache, shared_buffers cold (a restart): the
@@ -33,6 +33,13 @@
 # return, and a second row, prefetch-until-cached, times it until 99% of the
 # files is in the OS cache (fincore polled every 20 ms).
 #
+# --huge-pages on runs the servers with huge_pages = on, their pages
+# reserved in the kernel's pool for the run and given back at its end; off
+# (the default) with the ordinary pages of a default install.  In the cpu
+# condition the timed call faults in the shared memory it fills (1.5 GB):
+# with ordinary pages, about 383,000 faults of 4 kB, with huge ones 750.  raw.csv
+# keeps, per call, the machine's steal and system time and page faults.
+#
 # Prints a markdown table per condition (medians over the repetitions, the
 # spread as min-max, the ratio pg_prewarm time / warm time per repetition,
 # MB/s against dd's) and the command line, and keeps it with the raw
@@ -45,7 +52,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2
+pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
@@ -54,11 +61,14 @@ while [ $# -gt 0 ]; do
 	--modes) modes=$2; shift 2 ;;
 	--conditions) conditions=$2; shift 2 ;;
 	--workers) workers=$2; shift 2 ;;
+	--huge-pages) huge=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers"
+cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge"
+case "$huge" in on) EXTRA_CONF="huge_pages = on
+${EXTRA_CONF:-}" ;; off) ;; *) die "--huge-pages: on or off" ;; esac
 need_root
 [[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 && $workers =~ ^[0-9]+$ ]] ||
 	die "--scale, --reps and --workers take positive integers"
@@ -74,7 +84,7 @@ done
 out=${OUT_DIR:-$BENCH_DIR/out/$(date +%Y%m%d-%H%M%S)-warm-vs-prewarm}
 mkdir -p "$out"
 raw=$out/raw.csv
-echo "condition,rep,mode,method,seconds,blocks,mb_per_s" >"$raw"
+echo "condition,rep,mode,method,seconds,blocks,mb_per_s,steal_ms,system_ms,pgfault" >"$raw"
 ddcsv=$out/dd.csv
 echo "condition,rep,bytes,seconds,mb_per_s" >"$ddcsv"
 setup=$out/setup.txt
@@ -95,6 +105,9 @@ use_condition() {
 		;;
 	esac
 	ensure_db
+	if [ "$huge" = on ]; then
+		reserve_huge_pages "$(as_pg "$BINDIR/postgres" -D "$PGDATA" -C shared_memory_size_in_huge_pages)"
+	fi
 	pg_start "$CLDIR/logs/wvp-files.log"
 	verify_lib
 	mapfile -t files < <(rel_files pgbench_accounts; rel_files pgbench_accounts_pkey)
@@ -104,7 +117,7 @@ use_condition() {
 	relmb=$(awk -v b="$relblocks" -v s="$blcksz" 'BEGIN { printf "%.1f", b * s / 1048576 }')
 	local ra=""
 	[ "$DISK" != capped ] || ra=", read_ahead_kb $CAPPED_RA"
-	echo "$1: disk $DISK$ra, $PGDATA, pgbench_accounts + pkey $relblocks blocks ($relmb MB) in ${#files[@]} files" >>"$setup"
+	echo "$1: disk $DISK$ra, $PGDATA, pgbench_accounts + pkey $relblocks blocks ($relmb MB) in ${#files[@]} files, huge_pages $huge" >>"$setup"
 	say "$1: pgbench_accounts + pkey: $relblocks blocks, $relmb MB, ${#files[@]} files"
 }
 
@@ -159,8 +172,19 @@ wait_cached() {
 	CACHED_BLOCKS=$((res / blcksz))
 }
 
-# time_call COND METHOD MODE: sets CALL_SECS and CALL_BLOCKS, and after a
-# prefetch CACHED_SECS and CACHED_BLOCKS.
+# machine_counters: MC = (steal ticks, system ticks, page faults) of the
+# whole machine, from /proc/stat and /proc/vmstat.
+CLK_TCK=$(getconf CLK_TCK)
+machine_counters() {
+	local c
+	read -r -a c < <(head -1 /proc/stat)
+	MC=("${c[8]}" "${c[3]}" "$(awk '$1 == "pgfault" { print $2 }' /proc/vmstat)")
+}
+
+# time_call COND METHOD MODE: sets CALL_SECS and CALL_BLOCKS, CALL_STEAL_MS,
+# CALL_SYS_MS and CALL_PGFAULT (the machine's, over the statement and
+# the catalog reads before it), and after a prefetch CACHED_SECS and
+# CACHED_BLOCKS.
 
 time_call() {
 	local cond=$1 method=$2 mode=$3 fn=warm set="" o ms blocks
@@ -172,6 +196,8 @@ time_call() {
 	pg_stop
 	prepare "$cond"
 	pg_start "$CLDIR/logs/wvp-$cond-$method-$mode.log"
+	machine_counters
+	local before=("${MC[@]}")
 	o=$(psqlc -d bench -At <<EOF
 select 'pgbench_accounts'::regclass, 'pgbench_accounts_pkey'::regclass,
        'pg_prewarm(regclass,text,text,int8,int8)'::regprocedure,
@@ -183,6 +209,10 @@ select $fn('pgbench_accounts', '$mode') + $fn('pgbench_accounts_pkey', '$mode');
 EOF
 	)
 	T_RET=$(now)
+	machine_counters
+	CALL_STEAL_MS=$(((MC[0] - before[0]) * 1000 / CLK_TCK))
+	CALL_SYS_MS=$(((MC[1] - before[1]) * 1000 / CLK_TCK))
+	CALL_PGFAULT=$((MC[2] - before[2]))
 	ms=$(awk '/^Time: / { print $2 }' <<<"$o" | tail -1)
 	blocks=$(grep -E '^[0-9]+$' <<<"$o" | tail -1)
 	[ -n "$ms" ] && [ -n "$blocks" ] || die "could not time $method($mode): $o"
@@ -206,11 +236,11 @@ one_rep() {
 			method=${methods[$(((k + rep - 1) % n))]}
 			time_call "$cond" "$method" "$mode"
 			rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate" >>"$raw"
-			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s"
+			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate,$CALL_STEAL_MS,$CALL_SYS_MS,$CALL_PGFAULT" >>"$raw"
+			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s (steal $CALL_STEAL_MS ms, system $CALL_SYS_MS ms, $CALL_PGFAULT page faults on the machine)"
 			if [ -n "$CACHED_SECS" ]; then
 				rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-				echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate" >>"$raw"
+				echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate,,," >>"$raw"
 				say "$cond rep $rep: $method($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
 			fi
 		done

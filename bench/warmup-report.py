@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import fmt, logts, med, meta, tps_series
+from reportlib import cpu_shares, fmt, logts, med, meta, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -26,6 +26,7 @@ raw = os.path.join(out, "raw")
 METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "none-again"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
+CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
 WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
@@ -147,7 +148,11 @@ for key in keys:
             m60 = window_mean(tpss, 60, steady)
             rs = (ri["done"] - ri["ready"]) if ri["done"] and ri["ready"] else None
             rate = ri["blocks"] * blcksz / 1048576 / rs if rs and ri["blocks"] is not None else None
+            t_b = float(rm["bench_start"]) if rm.get("bench_start") else None
+            cpu_win = cpu_shares(base + ".stat", t_b, *CPU_WIN) if t_b else None
+            cpu_all = cpu_shares(base + ".stat")
             runs.setdefault(method, []).append(dict(
+                cpu_win=cpu_win, cpu_all=cpu_all,
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
                 blocks=ri["blocks"], total=ri["total"], note=ri["note"], n=len(series),
                 ready_after=(float(rm["ready"]) - float(rm["launch"])) if rm.get("ready") else None,
@@ -252,6 +257,39 @@ for key in keys:
                 rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"
                 ratio = fmt(statistics.median(rs) / idl) if rs and idl else "-"
                 p(f"| {method} | {rtxt} | {fmt(idl, '.1f')} | {ratio} |")
+
+        # Where the machine's CPU went: the queries' (user), the kernel's
+        # (system, interrupts: reads, copies, the loop device's work), the
+        # host's (steal: a virtual machine's CPU taken away).  Medians over
+        # the repetitions; steal per repetition, as a run whose TPS stands
+        # apart may owe it to the host.
+        cpu_rows = [(m, r) for m in order for r in runs[m] if r["cpu_all"]]
+        if cpu_rows:
+            sts = [(lbl, cpu_shares(os.path.join(raw, f"{key}-{w}-{f}.stat")))
+                   for lbl, f in (("steady state before", "steady"), ("steady state after", "steady2"))]
+            p("")
+            p("Where the machine's CPU went (/proc/stat sampled once a second; % of all CPUs' time, "
+              f"median over repetitions): seconds {CPU_WIN[0]}-{CPU_WIN[1]} of each run, the whole run, "
+              "and the warm runs that measured the steady state; steal per repetition over the whole run.")
+            p("")
+            p("| method | seconds | user | system | irq+softirq | iowait | steal | idle | steal per rep |")
+            p("|---|---|---:|---:|---:|---:|---:|---:|---|")
+            for method in order:
+                rr = [r for r in runs[method] if r["cpu_all"]]
+                if not rr:
+                    continue
+                for lbl, k in ((f"{CPU_WIN[0]}-{CPU_WIN[1]}", "cpu_win"), ("all", "cpu_all")):
+                    xs = [r[k] for r in rr if r[k]]
+                    if not xs:
+                        continue
+                    cells = [fmt(med([x[f] for x in xs]), ".1f")
+                             for f in ("user", "system", "irq", "iowait", "steal", "idle")]
+                    per = " ".join(f"r{r['rep']} {r['cpu_all']['steal']:.1f}" for r in rr) if k == "cpu_all" else ""
+                    p(f"| {method} | {lbl} | " + " | ".join(cells) + f" | {per} |")
+            for lbl, x in sts:
+                if x:
+                    p(f"| {lbl} | all | " + " | ".join(fmt(x[f], ".1f") for f in
+                                                      ("user", "system", "irq", "iowait", "steal", "idle")) + " | |")
 
         # the plot: median TPS per second over repetitions
         pdir = os.path.join(out, "plotdata")

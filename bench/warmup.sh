@@ -62,7 +62,9 @@
 #
 # Output in bench/out/<timestamp>/ (OUT_DIR overrides): results.md (also
 # printed: t90, mean TPS of the first 30/60 s over steady, restore time and
-# MB/s, idle restore against dd), tps.csv (per-second TPS of every run),
+# MB/s, idle restore against dd, and where the machine's CPU went during
+# the runs: /proc/stat sampled once a second, the kernel's and the host's
+# steal included), tps.csv (per-second TPS of every run),
 # summary.csv, <pg>-<disk>-<workload>.png (TPS over seconds since start, one
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
@@ -208,7 +210,9 @@ prepare() {
 	run_conf ""
 	pg_start "$CLDIR/logs/prep-$w.log"
 	prewarm_all
+	cpu_sampler_start "$out/raw/$key-$w-steady.stat"
 	pgbench_run "$w" $((PREP_SECONDS + STEADY_SECONDS)) "$out/raw/$key-$w-steady.pgbench"
+	cpu_sampler_stop
 	# How much of the database files the OS cache holds (util-linux fincore).
 	res=$(db_files | xargs fincore -b -n -o RES,SIZE 2>/dev/null |
 		awk '{ r += $1; s += $2 } END { if (s) printf "%.0f of %.0f MB", r / 1048576, s / 1048576 }' || true)
@@ -242,7 +246,9 @@ steady_after() {
 	run_conf ""
 	pg_start "$CLDIR/logs/steady2-$w.log"
 	prewarm_all
+	cpu_sampler_start "$out/raw/$key-$w-steady2.stat"
 	pgbench_run "$w" "$STEADY_SECONDS" "$out/raw/$key-$w-steady2.pgbench"
+	cpu_sampler_stop
 	pg_stop
 }
 
@@ -252,9 +258,11 @@ one_run() {
 	name=$key-$w-$m-r$rep
 	say "$name: cold start, pgbench ${seconds} s"
 	cold_start "$m" "$w" "$CLDIR/logs/$name.log"
+	cpu_sampler_start "$out/raw/$name.stat"
 	t_bench=$(now)
 	pgbench_run "$w" "$seconds" "$out/raw/$name.pgbench"
 	t_end=$(now)
+	cpu_sampler_stop
 	read -r load _ </proc/loadavg
 	wait_restore "$m" "$CLDIR/logs/$name.log" "$RESTORE_WAIT"
 	pg_stop
