@@ -4,7 +4,7 @@
 # files are scattered in the OS page cache.
 #
 #   bench/os-scan-cost.sh [--pg 15|18] [--gb 10] [--reps 5] [--stride-kb 64]
-#                         [--files 0]
+#                         [--files 0] [--files-cached 100]
 #
 # The cluster is a scale-1 pgbench cluster of its own on the local disk
 # (bench/lib.sh's, named os-scan; shared_buffers 256MB here), so that what
@@ -18,8 +18,11 @@
 # STRIDE kB.  util-linux fincore checks the pattern.  With --files N, N
 # one-block files named like relation files (980000001, ...) go there too,
 # resident: the scan's cost per file, as a database of many small
-# relations has them.  The relation files of the cluster are counted, and
-# the cost per file is (on - off) over that count.
+# relations has them; --files-cached P leaves P% of them resident (every
+# file whose number modulo 100 is below P) and evicts the rest, as a
+# cluster has relations nobody read since its start.  util-linux fincore
+# counts what is resident.  The relation files of the cluster are
+# counted, and the cost per file is (on - off) over that count.
 #
 # Per repetition, alternating which goes first: reload with the setting on
 # or off (in bench_run.conf, see bench/lib.sh), then in one session read
@@ -38,7 +41,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 gb=10 reps=5 stride=64 nfiles=0
+pg=15 gb=10 reps=5 stride=64 nfiles=0 fcached=100
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--stride-kb) stride=$2; shift 2 ;;
 	--files) nfiles=$2; shift 2 ;;
+	--files-cached) fcached=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -56,6 +60,8 @@ for v in reps stride; do
 done
 [[ $gb =~ ^[0-9]+$ && $nfiles =~ ^[0-9]+$ ]] && ((gb + nfiles >= 1)) ||
 	die "--gb and --files take whole numbers, at least one of them >= 1"
+[[ $fcached =~ ^[0-9]+$ ]] && ((fcached <= 100)) ||
+	die "--files-cached takes a percentage, 0 to 100"
 ((stride % 8 == 0)) || die "--stride-kb must be a multiple of 8 (the block size)"
 
 EXTRA_CONF="shared_buffers = 256MB
@@ -78,10 +84,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$nfiles" -gt 0 ]; then
-	say "making $nfiles one-block files in $dbdir, resident"
-	python3 - "$dbdir" "$nfiles" "$(id -u "$PG_USER")" "$(id -g "$PG_USER")" <<'EOF'
+	say "making $nfiles one-block files in $dbdir, $fcached% of them resident"
+	python3 - "$dbdir" "$nfiles" "$(id -u "$PG_USER")" "$(id -g "$PG_USER")" "$fcached" <<'EOF'
 import os, sys
-d, n, uid, gid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+d, n, uid, gid, pct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 block = bytes(8192)
 for i in range(1, n + 1):
     path = os.path.join(d, str(980000000 + i))
@@ -89,7 +95,16 @@ for i in range(1, n + 1):
     os.write(fd, block)
     os.fchown(fd, uid, gid)
     os.close(fd)
+# Written back first: the kernel drops only clean pages.
+os.sync()
+for i in range(1, n + 1):
+    if i % 100 >= pct:
+        fd = os.open(os.path.join(d, str(980000000 + i)), os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
 EOF
+	say "one-block files resident: $(find "$dbdir" -maxdepth 1 -name '98[0-9][0-9][0-9][0-9][0-9][0-9][0-9]' -print0 |
+		xargs -0 fincore -b -n -o RES | awk '$1 > 0 { n++ } END { print n + 0 }') of $nfiles"
 fi
 say "making $gb sparse 1 GB files in $dbdir, every other ${stride} kB resident"
 for f in "${fakes[@]}"; do
