@@ -67,8 +67,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge"
-case "$huge" in on) EXTRA_CONF="huge_pages = on
-${EXTRA_CONF:-}" ;; off) ;; *) die "--huge-pages: on or off" ;; esac
+case "$huge" in on | off) ;; *) die "--huge-pages: on or off" ;; esac
+base_conf=${EXTRA_CONF:-}
 need_root
 [[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 && $workers =~ ^[0-9]+$ ]] ||
 	die "--scale, --reps and --workers take positive integers"
@@ -104,9 +104,15 @@ use_condition() {
 		CAP_IOPS=3000 CAP_BPS=131072000 CAP_READAHEAD_KB=128 use_cluster capped "$scale"
 		;;
 	esac
+	# The cluster is made (and its first start runs) with ordinary pages:
+	# the pool is sized from the cluster's own settings, once it has them.
+	EXTRA_CONF=$base_conf
 	ensure_db
 	if [ "$huge" = on ]; then
 		reserve_huge_pages "$(as_pg "$BINDIR/postgres" -D "$PGDATA" -C shared_memory_size_in_huge_pages)"
+		EXTRA_CONF="huge_pages = on
+$base_conf"
+		write_conf
 	fi
 	pg_start "$CLDIR/logs/wvp-files.log"
 	verify_lib
