@@ -81,7 +81,7 @@ typedef struct WarmShared
 	bool		publish_pending;	/* a dump waits to be published */
 	FollowState follow_state;	/* on a standby: what the channel found */
 	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
-	bool		followed_fresh; /* the fetch wrote a new one */
+	bool		follow_pass_due;	/* a new followed file waits for its pass */
 	int64		followed_blocks;	/* the blocks it holds */
 	int64		followed_os_tier;	/* of those, the OS tier's */
 	int64		followed_warm;	/* restored by the last pass */

@@ -462,9 +462,9 @@ wc_fetch_followed(void)
 	}
 	if (!run_channel_worker(WC_CHANNEL_FETCH))
 		return false;
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	fresh = wc_shared->followed_fresh;
-	wc_shared->followed_fresh = false;
+	/* Cleared when the pass begins (wc_begin_restore), not here. */
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	fresh = wc_shared->follow_pass_due;
 	LWLockRelease(wc_shared->lock);
 	return fresh;
 }
@@ -1450,7 +1450,7 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->followed_dumped_at = hdr.dumped_at;
 	wc_shared->followed_blocks = (int64) hdr.nblocks;
-	wc_shared->followed_fresh = true;
+	wc_shared->follow_pass_due = true;
 	LWLockRelease(wc_shared->lock);
 	set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 }

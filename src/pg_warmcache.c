@@ -305,11 +305,15 @@ wc_require_shared(void)
  * begins only if no restore is running or requested (it would replace the
  * saved set with the part restored so far); with wait, it waits for
  * another dump to end instead of giving up.  A restore, which the autowarm
- * worker begins on a request, only needs the idle state.  Returns whether
- * the operation began; its process then owns it until wc_end_operation().
+ * worker begins on a request, only needs the idle state.  take_request
+ * clears a request for a restore of the saved file, take_follow a pass due
+ * over a new followed file: from then on the state says it.  Returns
+ * whether the operation began; its process then owns it until
+ * wc_end_operation().
  */
 static bool
-begin_operation(WarmState operation, bool wait, bool take_request)
+begin_operation(WarmState operation, bool wait, bool take_request,
+				bool take_follow)
 {
 	bool		begun = false;
 
@@ -329,6 +333,8 @@ begin_operation(WarmState operation, bool wait, bool take_request)
 				wc_shared->restore_begun_at = GetCurrentTimestamp();
 			if (take_request)
 				wc_shared->restore_requested = false;	/* taken on */
+			if (take_follow)
+				wc_shared->follow_pass_due = false;
 			begun = true;
 		}
 		LWLockRelease(wc_shared->lock);
@@ -345,18 +351,21 @@ begin_operation(WarmState operation, bool wait, bool take_request)
 bool
 wc_begin_operation(WarmState operation, bool wait)
 {
-	return begin_operation(operation, wait, operation == WC_STATE_RESTORING);
+	return begin_operation(operation, wait, operation == WC_STATE_RESTORING,
+						   false);
 }
 
 /*
  * Begin a restore of the given source.  Only a restore of the saved file
  * takes on a request for one: a standby's pass over the followed set
- * leaves it for the next turn of the worker's loop.
+ * leaves it for the next turn of the worker's loop.  A pass, or the load at
+ * promotion, takes on the pass due over a new followed file.
  */
 bool
 wc_begin_restore(RestoreSource source)
 {
-	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED);
+	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED,
+						   source != WC_SOURCE_SAVED);
 }
 
 /*
@@ -529,6 +538,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	const char *state;
 	bool		started;
 	bool		following;
+	bool		follow_pass_due;
 	int			i = 0;
 	int			r;
 
@@ -544,6 +554,15 @@ warmcache_status(PG_FUNCTION_ARGS)
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		skipped += skip[r] = pg_atomic_read_u64(&wc_shared->restore_skipped[r]);
 	started = (s.restore_started_at != 0);
+
+	/*
+	 * A new followed file is restored by the pass that follows: from the
+	 * moment followed_dump_at names it, the state says restoring, so that
+	 * "followed that dump and idle" means its pass ended.  A standby that
+	 * stopped following, or was promoted, has no pass due.
+	 */
+	follow_pass_due = s.follow_pass_due && RecoveryInProgress() &&
+		wc_follow_primary != WC_FOLLOW_OFF;
 
 	if (started)
 	{
@@ -568,7 +587,8 @@ warmcache_status(PG_FUNCTION_ARGS)
 
 	memset(nulls, 0, sizeof(nulls));
 	state = s.state == WC_STATE_DUMPING ? "dumping" :
-		(s.state == WC_STATE_RESTORING || s.restore_requested) ? "restoring" : "idle";
+		(s.state == WC_STATE_RESTORING || s.restore_requested ||
+		 follow_pass_due) ? "restoring" : "idle";
 	values[i++] = CStringGetTextDatum(state);
 	values[i] = Int32GetDatum(s.worker_pid);
 	nulls[i++] = (s.worker_pid == 0);
