@@ -294,18 +294,47 @@ release_huge_pages() {
 # (user nice system idle iowait irq softirq steal ..., in clock ticks),
 # until cpu_sampler_stop, which adds a last line: where the CPU went during
 # a run, the kernel's and the host's (steal) share included.
+#
+# The first and the last line of FILE are preceded by a line of what the
+# machine's memory management took back (mem_sample), whose change over a
+# run says how much of the page cache was taken away under it.
 CPU_SAMPLER=""
 CPU_SAMPLE_FILE=""
 cpu_sample() { printf '%s %s\n' "$(now)" "$(head -1 /proc/stat)"; }
+
+# mem_sample: "<time> mem <paged out> <refaulted> <major faults>": the
+# bytes that the kernel's data access monitor's schemes paged out since
+# they started ("-" where none runs), and from /proc/vmstat the file pages
+# read again after their eviction (workingset_refault_file) and the major
+# faults, both counts of pages since boot.  The monitor pages out memory
+# not accessed for a while on some virtual machines, the page cache
+# included: a restore's pages that no query touched soon enough go too.
+mem_sample() {
+	local d f paged=- n
+	for d in /sys/kernel/mm/damon/admin/kdamonds/[0-9]*; do
+		[ "$(cat "$d/state" 2>/dev/null)" = on ] || continue
+		echo update_schemes_stats >"$d/state" 2>/dev/null || continue
+		for f in "$d"/contexts/*/schemes/*/stats/sz_applied; do
+			[ -r "$f" ] || continue
+			n=$(cat "$f")
+			paged=$(( ${paged/-/0} + n ))
+		done
+	done
+	printf '%s mem %s %s %s\n' "$(now)" "$paged" \
+		"$(awk '$1 == "workingset_refault_file" { print $2 }' /proc/vmstat)" \
+		"$(awk '$1 == "pgmajfault" { print $2 }' /proc/vmstat)"
+}
 cpu_sampler_start() {
 	CPU_SAMPLE_FILE=$1
-	(while :; do cpu_sample; sleep 1; done) >"$1" 2>/dev/null &
+	mem_sample >"$1" 2>/dev/null || true
+	(while :; do cpu_sample; sleep 1; done) >>"$1" 2>/dev/null &
 	CPU_SAMPLER=$!
 }
 cpu_sampler_stop() {
 	[ -n "$CPU_SAMPLER" ] || return 0
 	kill "$CPU_SAMPLER" 2>/dev/null || true
 	wait "$CPU_SAMPLER" 2>/dev/null || true
+	mem_sample >>"$CPU_SAMPLE_FILE" 2>/dev/null || true
 	cpu_sample >>"$CPU_SAMPLE_FILE"
 	CPU_SAMPLER=""
 }

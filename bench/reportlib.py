@@ -54,6 +54,24 @@ def med(xs):
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
+def mem_change(path):
+    """What the machine's memory management took back over a run, from the
+    first and last "mem" lines of a file of samples (bench/lib.sh,
+    mem_sample): a dict of paged_mb (the data access monitor's schemes;
+    None where none runs), refault_mb (file pages read again after their
+    eviction) and majfaults.  None without two such lines."""
+    if not os.path.exists(path):
+        return None
+    rows = [line.split() for line in open(path)]
+    rows = [f for f in rows if len(f) == 5 and f[1] == "mem"]
+    if len(rows) < 2:
+        return None
+    a, b = rows[0], rows[-1]
+    paged = None if "-" in (a[2], b[2]) else (int(b[2]) - int(a[2])) / 1048576
+    return {"paged_mb": paged, "refault_mb": (int(b[3]) - int(a[3])) * 4096 / 1048576,
+            "majfaults": int(b[4]) - int(a[4])}
+
+
 def cpu_shares(path, t0=None, a=None, b=None):
     """Where the machine's CPU time went, from a file of /proc/stat samples
     (bench/lib.sh, cpu_sampler_start): a dict of the shares, in % of all

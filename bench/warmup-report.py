@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import cpu_shares, fmt, logts, med, meta, tps_series
+from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -152,7 +152,7 @@ for key in keys:
             cpu_win = cpu_shares(base + ".stat", t_b, *CPU_WIN) if t_b else None
             cpu_all = cpu_shares(base + ".stat")
             runs.setdefault(method, []).append(dict(
-                cpu_win=cpu_win, cpu_all=cpu_all,
+                cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"),
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
                 blocks=ri["blocks"], total=ri["total"], note=ri["note"], n=len(series),
                 ready_after=(float(rm["ready"]) - float(rm["launch"])) if rm.get("ready") else None,
@@ -290,6 +290,26 @@ for key in keys:
                 if x:
                     p(f"| {lbl} | all | " + " | ".join(fmt(x[f], ".1f") for f in
                                                       ("user", "system", "irq", "iowait", "steal", "idle")) + " | |")
+
+        # What the machine took back from the page cache under each run:
+        # pages a restore loaded and no query read for a minute may be
+        # paged out by the host's monitor, and read again from the device.
+        mem_rows = [r for m in order for r in runs[m] if r["mem"]]
+        if mem_rows:
+            p("")
+            p("What the machine's memory management took back during each run (bench/lib.sh, "
+              "mem_sample): MB paged out by the kernel's data access monitor ('-': none runs), "
+              "MB of file pages read again after their eviction, major faults; per repetition.")
+            p("")
+            p("| method | paged out MB | refaulted MB | major faults |")
+            p("|---|---|---|---|")
+            for method in order:
+                rr = [r for r in runs[method] if r["mem"]]
+                if not rr:
+                    continue
+                cell = lambda k, f: " ".join(
+                    f"r{r['rep']} " + ("-" if r["mem"][k] is None else format(r["mem"][k], f)) for r in rr)
+                p(f"| {method} | {cell('paged_mb', '.0f')} | {cell('refault_mb', '.0f')} | {cell('majfaults', 'd')} |")
 
         # the plot: median TPS per second over repetitions
         pdir = os.path.join(out, "plotdata")
