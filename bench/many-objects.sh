@@ -31,6 +31,11 @@
 # to the next.  dd of one_rel's file after drop_caches, at the start and at
 # the end: the device's rate for the same bytes.
 #
+# Then the floor: with the server stopped and the OS cache dropped, the
+# same blocks read by bench/read-blocks.py (see floor_runs): one_rel's in
+# order, one of each one-block table one read at a time, and the same
+# with 64 reads in flight.
+#
 # Output: a Markdown table of the runs and the medians with min-max, also
 # in bench/out/<timestamp>-many-objects/results.md (OUT_DIR overrides).
 # Environment: bench/lib.sh's.  Making 20,000 tables takes a minute or
@@ -166,6 +171,40 @@ rate_of_one() {
 	echo "Command: \`bench/many-objects.sh --pg $pg --relations $nrel --databases $ndb --reps $reps --disk $disk\`; pg_warmcache $(repo_version)."
 	echo
 } >"$out/results.md"
+# floor_runs: the same blocks read outside the server, after the OS cache
+# was dropped (bench/read-blocks.py), repetitions alternating: one_rel's
+# blocks in order; one block of each one-block table in relfilenode order
+# (the saved file's), one read at a time; the same, 64 reads in flight.
+# The restore of a shape cannot beat its reading here; the last says what
+# reading across relations could gain.
+floor_runs() {
+	local r kind secs order
+	sql "select '$PGDATA/' || pg_relation_filepath(c.oid) || ' 0'
+	     from pg_class c join pg_namespace n on n.oid = c.relnamespace
+	     where n.nspname = 'objs' and c.relkind = 'r' order by c.relfilenode" >"$out/many.list"
+	local base
+	base=$PGDATA/$(sql "select pg_relation_filepath('one_rel')")
+	awk -v b="$base" -v n="$nrel" 'BEGIN { for (i = 0; i < n; i++) { s = int(i / 131072);
+		printf "%s%s %d\n", b, s ? "." s : "", i % 131072 } }' >"$out/one.list"
+	pg_stop
+	for ((r = 1; r <= reps; r++)); do
+		order=(floor_one floor_many floor_ahead)
+		((r % 2)) || order=(floor_ahead floor_many floor_one)
+		for kind in "${order[@]}"; do
+			local list=$out/many.list ahead=0
+			[ "$kind" = floor_one ] && list=$out/one.list
+			[ "$kind" = floor_ahead ] && ahead=64
+			drop_caches
+			if [ -n "$CAPPED" ]; then
+				secs=$(bash "$CAPPED" run python3 "$BENCH_DIR/read-blocks.py" --ahead "$ahead" <"$list" | cut -d' ' -f1)
+			else
+				secs=$(python3 "$BENCH_DIR/read-blocks.py" --ahead "$ahead" <"$list" | cut -d' ' -f1)
+			fi
+			echo "$kind $secs" >>"$out/runs.txt"
+			say "$kind r$r: $secs s"
+		done
+	done
+}
 run_all() {
 	local r shape secs done total
 	save_state one
@@ -185,6 +224,7 @@ run_all() {
 			say "$shape r$r: $secs s ($done of $total blocks)"
 		done
 	done
+	floor_runs
 	pg_stop
 	dd1=$(rate_of_one)
 	awk -v dd0="$dd0" -v dd1="$dd1" -v n="$nrel" -v nd="$ndb" -v nb="${nb:-0}" '
@@ -204,6 +244,14 @@ END {
 		printf "| %d blocks of one relation | %.2f (%.2f-%.2f) |\n", nb, m["dbone"], lo["dbone"], hi["dbone"]
 		printf "| %d databases (%d blocks) | %.2f (%.2f-%.2f) |\n", nd, nb, m["dbs"], lo["dbs"], hi["dbs"]
 		printf "\nPer database beyond its blocks: %.2f ms.\n", (m["dbs"] - m["dbone"]) * 1000 / nd
+	}
+	if (c["floor_one"]) {
+		printf "\nThe same blocks read outside the server (bench/read-blocks.py), OS cache dropped:\n\n"
+		printf "| reading | s, median (min-max) | / one relation |\n|---|---:|---:|\n"
+		printf "| one_rel, %d blocks in order | %.2f (%.2f-%.2f) | 1 |\n", n, m["floor_one"], lo["floor_one"], hi["floor_one"]
+		printf "| %d one-block tables, one read at a time | %.2f (%.2f-%.2f) | %.2f |\n", n, m["floor_many"], lo["floor_many"], hi["floor_many"], m["floor_many"] / m["floor_one"]
+		printf "| the same, 64 reads in flight | %.2f (%.2f-%.2f) | %.2f |\n", m["floor_ahead"], lo["floor_ahead"], hi["floor_ahead"], m["floor_ahead"] / m["floor_one"]
+		printf "\nThe restore of the many relations against their reading one at a time: %.2f.\n", m["many"] / m["floor_many"]
 	}
 	printf "dd of one_rel after drop_caches: %s MB/s at the start, %s MB/s at the end.\n", dd0, dd1
 }' "$out/runs.txt" >>"$out/results.md"
