@@ -34,7 +34,9 @@
 # Then the floor: with the server stopped and the OS cache dropped, the
 # same blocks read by bench/read-blocks.py (see floor_runs): one_rel's in
 # order, one of each one-block table one read at a time, and the same
-# with 64 reads in flight.
+# with 64 reads in flight.  With --databases, one client connecting to
+# each database in turn and reading its table, cold and then warm (see
+# floor_dbs).
 #
 # Output: a Markdown table of the runs and the medians with min-max, also
 # in bench/out/<timestamp>-many-objects/results.md (OUT_DIR overrides).
@@ -186,6 +188,7 @@ floor_runs() {
 	base=$PGDATA/$(sql "select pg_relation_filepath('one_rel')")
 	awk -v b="$base" -v n="$nrel" 'BEGIN { for (i = 0; i < n; i++) { s = int(i / 131072);
 		printf "%s%s %d\n", b, s ? "." s : "", i % 131072 } }' >"$out/one.list"
+	((ndb == 0)) || sql "select datname from pg_database where datname like 'objdb\\_%' order by oid" >"$out/dbs.list"
 	pg_stop
 	for ((r = 1; r <= reps; r++)); do
 		order=(floor_one floor_many floor_ahead)
@@ -203,7 +206,28 @@ floor_runs() {
 			echo "$kind $secs" >>"$out/runs.txt"
 			say "$kind r$r: $secs s"
 		done
+		((ndb == 0)) || floor_dbs "$r"
 	done
+}
+
+# floor_dbs REP: the server started with nothing to restore after the OS
+# cache was dropped, one client process (bench/connect-dbs.py) connects
+# to each database in turn and counts its table: what a database costs a
+# backend that starts in it cold; then the same again, everything cached:
+# what a connection costs by itself.
+floor_dbs() {
+	local secs kind
+	pg_stop
+	run_conf $'pg_warmcache.autowarm = off\npg_warmcache.dump_os_cache = off'
+	drop_caches
+	pg_start "$logf"
+	for kind in floor_dbs floor_dbs_warm; do
+		secs=$(python3 "$BENCH_DIR/connect-dbs.py" "$SOCK" "$PGWC_PORT" "$PG_USER" \
+			"select count(*) from t" <"$out/dbs.list" | cut -d' ' -f1)
+		echo "$kind $secs" >>"$out/runs.txt"
+		say "$kind r$1: $secs s"
+	done
+	pg_stop
 }
 run_all() {
 	local r shape secs done total
@@ -252,6 +276,13 @@ END {
 		printf "| %d one-block tables, one read at a time | %.2f (%.2f-%.2f) | %.2f |\n", n, m["floor_many"], lo["floor_many"], hi["floor_many"], m["floor_many"] / m["floor_one"]
 		printf "| the same, 64 reads in flight | %.2f (%.2f-%.2f) | %.2f |\n", m["floor_ahead"], lo["floor_ahead"], hi["floor_ahead"], m["floor_ahead"] / m["floor_one"]
 		printf "\nThe restore of the many relations against their reading one at a time: %.2f.\n", m["many"] / m["floor_many"]
+	}
+	if (c["floor_dbs"]) {
+		printf "\nOne client connecting to each of the %d databases in turn and counting its table (bench/connect-dbs.py):\n\n", nd
+		printf "| connections | s, median (min-max) | ms a database |\n|---|---:|---:|\n"
+		printf "| cold: server just started, OS cache dropped | %.2f (%.2f-%.2f) | %.2f |\n", m["floor_dbs"], lo["floor_dbs"], hi["floor_dbs"], m["floor_dbs"] * 1000 / nd
+		printf "| warm: the same again at once | %.2f (%.2f-%.2f) | %.2f |\n", m["floor_dbs_warm"], lo["floor_dbs_warm"], hi["floor_dbs_warm"], m["floor_dbs_warm"] * 1000 / nd
+		printf "\nThe restore per database, all included: %.2f ms.\n", m["dbs"] * 1000 / nd
 	}
 	printf "dd of one_rel after drop_caches: %s MB/s at the start, %s MB/s at the end.\n", dd0, dd1
 }' "$out/runs.txt" >>"$out/results.md"
