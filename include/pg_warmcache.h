@@ -90,6 +90,8 @@ typedef struct WarmShared
 	pg_atomic_uint64 restore_blocks_done;
 	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
 	pg_atomic_uint64 restore_blocks_os;	/* of done: OS cache only */
+	pg_atomic_uint64 restore_buffer_tier_os;	/* of those: the buffer tier's
+												 * in mode buffer */
 	pg_atomic_uint64 restore_skipped[WC_SKIP_REASONS];
 	pg_atomic_uint64 restore_cpu_us;	/* CPU of the restore workers that
 										 * ended */

@@ -407,6 +407,8 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_os_tier_done, blocks);
 	if (os_only > 0)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
+	if (os_only > 0 && !pacer->os_tier && pacer->mode == WC_MODE_BUFFER)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_buffer_tier_os, os_only);
 }
 
 /*

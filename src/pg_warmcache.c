@@ -251,6 +251,7 @@ wc_shmem_startup(void)
 		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
 		pg_atomic_init_u64(&wc_shared->restore_os_tier_done, 0);
 		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
+		pg_atomic_init_u64(&wc_shared->restore_buffer_tier_os, 0);
 		pg_atomic_init_u64(&wc_shared->restore_cpu_us, 0);
 		pg_atomic_init_u64(&wc_shared->restore_found_cached, 0);
 		pg_atomic_init_u32(&wc_shared->db_command_pending, 0);

@@ -695,6 +695,7 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
+	pg_atomic_write_u64(&wc_shared->restore_buffer_tier_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
 	pg_atomic_write_u64(&wc_shared->restore_found_cached, 0);
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
@@ -769,8 +770,15 @@ report_end(RestoreLeader *leader)
 	else
 	{
 		uint64		os_tier = pg_atomic_read_u64(&wc_shared->restore_os_tier_done);
+		uint64		missed = pg_atomic_read_u64(&wc_shared->restore_buffer_tier_os);
 
-		wc_shared->followed_warm = (int64) (done - os_tier);
+		/*
+		 * The buffer tier is warm where the mode aims: in mode buffer, its
+		 * blocks that went into the OS cache only (a frugal spell, or
+		 * shared buffers full) are not.
+		 */
+		wc_shared->followed_warm = (int64) (done - os_tier -
+											Min(missed, done - os_tier));
 		wc_shared->followed_os_tier_warm = (int64) os_tier;
 	}
 	wc_shared->abort_requested = false;

@@ -11,7 +11,12 @@
 # holds during a pass (the primary holds ACCESS EXCLUSIVE in an open
 # transaction) is deferred past the OS tier's pass and restored once
 # released: still as the buffer tier's (into shared buffers, in mode
-# buffer), and counted as such.
+# buffer), and counted as such.  Those standbys record no OS tier of their
+# own (pg_warmcache.dump_os_cache off), so the pacer never sends their
+# buffer tier to the OS cache only, however busy the machine.  Last, a
+# standby in mode buffer whose first pass runs beside queries that keep
+# every CPU busy does send it there: its buffer tier's warm count must be
+# what pg_buffercache shows, not what it read.
 
 use strict;
 use warnings;
@@ -56,11 +61,16 @@ cmp_ok($blocks{hot}, '>', 2000, 'hot has some blocks');
 
 set_primary_dumps(1);
 
+# Without an OS tier of its own to keep them in, a standby in mode buffer
+# restores its buffer tier into shared buffers, whatever the pacer makes
+# of the machine (pacer.c).
+my $pinned = "pg_warmcache.dump_os_cache = off\n";
+
 my $n = 0;
 for my $mode ('os', 'os', 'buffer')
 {
 	$n++;
-	my $standby = new_standby("follow_$n", $mode, 1);
+	my $standby = new_standby("follow_$n", $mode, 1, $pinned);
 	my $name = "$mode standby $n";
 
 	# Several passes, each over a new dump of an unchanged hot set.
@@ -90,7 +100,7 @@ for my $mode ('buffer', 'os')
 	my $locker = $primary->background_psql('bench');
 	$locker->query_safe('BEGIN; LOCK TABLE cold_lock IN ACCESS EXCLUSIVE MODE');
 	$primary->safe_psql('postgres', 'SELECT warmcache_dump_now()');
-	my $standby = new_standby("locked_$n", $mode, 0);
+	my $standby = new_standby("locked_$n", $mode, 0, $pinned);
 	my $name = "$mode standby, lock replayed";
 
 	# bench's worker has begun its OS tier's pass (more of the OS tier is
@@ -124,6 +134,48 @@ for my $mode ('buffer', 'os')
 	$standby->stop;
 }
 
+# Beside queries that keep every CPU busy, a pass in mode buffer sends the
+# buffer tier to the OS cache only, and does not count it as warm.  The
+# standby follows only once they run: follow_primary is turned on by a
+# reload.
+{
+	$n++;
+	set_primary_dumps(0);
+	refresh_primary_os_cache();
+	$primary->safe_psql('postgres', 'SELECT warmcache_dump_now()');
+	my $standby = new_standby("busy_$n", 'off', 0);
+	my $name = 'buffer standby, busy queries';
+	$primary->wait_for_catchup($standby);
+	chomp(my $ncpus = `nproc`);
+	$ncpus = 1 unless $ncpus && $ncpus =~ /^\d+$/;
+	my @busy = map {
+		my $h = $standby->background_psql('postgres', on_error_stop => 0);
+		$h->query_until(qr/busy/,
+			"\\echo busy\nSET statement_timeout = '180s';\n"
+			  . "DO \$\$BEGIN LOOP END LOOP; END\$\$;\n");
+		$h;
+	} 1 .. $ncpus;
+	$standby->append_conf('postgresql.conf',
+		"pg_warmcache.follow_primary = buffer\n");
+	$standby->reload;
+	wait_for_pass($standby, '');
+	$standby->safe_psql('postgres',
+		q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO $$BEGIN LOOP%'}
+	);
+	$_->quit for @busy;
+	check_pass($standby, $name);
+	my ($buffer_warm, $os_warm, $gone, $named, $held) =
+	  tier_counts($standby, 'buffer');
+	cmp_ok($held->{buffer}, '<', 0.75 * $named->{buffer},
+		"$name: most of the buffer tier did not go into shared buffers");
+	# Of a few hundred blocks, the test's own queries read some into
+	# shared buffers after the pass: within 5% of the tier, not of those.
+	ok( abs($buffer_warm - $held->{buffer}) <= 0.05 * $named->{buffer},
+		"$name: followed_buffer_tier_warm is what pg_buffercache shows of the buffer tier"
+	) or diag("got $buffer_warm, the cache holds $held->{buffer} of $named->{buffer}");
+	$standby->stop;
+}
+
 $primary->stop;
 done_testing();
 
@@ -147,12 +199,12 @@ sub set_primary_dumps
 	return;
 }
 
-# A standby from a new base backup, following in $mode.  With
-# $keep_saved_file, it keeps the primary's saved file that the backup
+# A standby from a new base backup, following in $mode, with $conf added.
+# With $keep_saved_file, it keeps the primary's saved file that the backup
 # copied, and restores it at its start before it follows.
 sub new_standby
 {
-	my ($name, $mode, $keep_saved_file) = @_;
+	my ($name, $mode, $keep_saved_file, $conf) = @_;
 	my $backup = "b_$name";
 	$primary->backup($backup);
 	my $node = PostgreSQL::Test::Cluster->new($name);
@@ -161,7 +213,8 @@ sub new_standby
 	$node->append_conf('postgresql.conf',
 		"shared_buffers = 64MB\n"
 		  . "pg_warmcache.follow_primary = $mode\n"
-		  . "pg_warmcache.dump_interval = 0\n");
+		  . "pg_warmcache.dump_interval = 0\n"
+		  . ($conf // ''));
 	$node->start;
 	return $node;
 }
@@ -305,6 +358,35 @@ SELECT CASE WHEN reldatabase = 0 THEN 'global' ELSE 'base/' || reldatabase END
 sub check_cache
 {
 	my ($node, $mode, $name) = @_;
+	my ($buffer_warm, $os_warm, $gone, $named, $held) =
+	  tier_counts($node, $mode);
+	my %named = %$named;
+	my %held = %$held;
+	cmp_ok($buffer_warm, '>=', 0.95 * ($named{buffer} - $gone),
+		"$name: followed_buffer_tier_warm counts the buffer tier");
+	cmp_ok($buffer_warm, '<=', $named{buffer},
+		"$name: followed_buffer_tier_warm counts no more than the buffer tier");
+	cmp_ok($os_warm, '>=', 0.95 * ($named{os} - $gone),
+		"$name: followed_os_tier_warm counts the OS tier");
+	cmp_ok($os_warm, '<=', $named{os},
+		"$name: followed_os_tier_warm counts no more than the OS tier");
+	my $where = $mode eq 'buffer' ? 'pg_buffercache' : 'fincore';
+	within($buffer_warm, $held{buffer},
+		"$name: followed_buffer_tier_warm is what $where shows of the buffer tier"
+	);
+	within($os_warm, $held{os},
+		"$name: followed_os_tier_warm is what fincore shows of the OS tier");
+	return;
+}
+
+# The status's warm counts of the last pass and what the cache holds of
+# each tier: (buffer tier warm, OS tier warm, gone, { tier => blocks the
+# file names }, { tier => blocks of those the cache holds }), the cache
+# being pg_buffercache for the buffer tier in mode buffer, fincore
+# otherwise.
+sub tier_counts
+{
+	my ($node, $mode) = @_;
 	my ($buffer_warm, $os_warm, $gone) = split /\|/, status($node,
 		'followed_buffer_tier_warm, followed_os_tier_warm, restore_skipped_gone');
 	my $buffers = buffered_forks($node);
@@ -322,21 +404,7 @@ sub check_cache
 			$held{$tier} += $in < $t{$tier}{$path} ? $in : $t{$tier}{$path};
 		}
 	}
-	cmp_ok($buffer_warm, '>=', 0.95 * ($named{buffer} - $gone),
-		"$name: followed_buffer_tier_warm counts the buffer tier");
-	cmp_ok($buffer_warm, '<=', $named{buffer},
-		"$name: followed_buffer_tier_warm counts no more than the buffer tier");
-	cmp_ok($os_warm, '>=', 0.95 * ($named{os} - $gone),
-		"$name: followed_os_tier_warm counts the OS tier");
-	cmp_ok($os_warm, '<=', $named{os},
-		"$name: followed_os_tier_warm counts no more than the OS tier");
-	my $where = $mode eq 'buffer' ? 'pg_buffercache' : 'fincore';
-	within($buffer_warm, $held{buffer},
-		"$name: followed_buffer_tier_warm is what $where shows of the buffer tier"
-	);
-	within($os_warm, $held{os},
-		"$name: followed_os_tier_warm is what fincore shows of the OS tier");
-	return;
+	return ($buffer_warm, $os_warm, $gone, \%named, \%held);
 }
 
 sub within
