@@ -19,6 +19,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename ();
 use Time::HiRes ();
 
 our @EXPORT = qw(
@@ -45,6 +46,7 @@ our @EXPORT = qw(
   drop_os_cache
   os_cached_bytes
   os_cached_bytes_of
+  os_cached_block_sets
   slurp_bin
   write_bin
   header
@@ -333,6 +335,34 @@ sub os_cached_bytes_of
 	}
 	close $fh or die 'fincore failed';
 	return \%bytes;
+}
+
+# The blocks of each existing file of @paths that the OS page cache holds,
+# all of their OS pages resident, by mincore(2) in a helper of the tests'
+# own (os_cached_blocks.py), all looked at within a moment: a hash
+# reference, path to a hash reference of block numbers.
+sub os_cached_block_sets
+{
+	my (@paths) = grep { -e $_ } @_;
+	my %sets;
+	return \%sets unless @paths;
+	open(my $fh, '-|', 'python3', File::Basename::dirname(__FILE__) . '/os_cached_blocks.py',
+		8192, @paths)
+	  or die "could not run os_cached_blocks.py: $!";
+	while (my $line = <$fh>)
+	{
+		chomp $line;
+		my ($file, $ranges) = split /\t/, $line, 2;
+		my %blocks;
+		for my $range (split /,/, $ranges // '')
+		{
+			my ($first, $last) = split /-/, $range;
+			$blocks{$_} = 1 for $first .. $last;
+		}
+		$sets{$file} = \%blocks;
+	}
+	close $fh or die 'os_cached_blocks.py failed';
+	return \%sets;
 }
 
 # The bytes of the file $path, e.g. a dump file.
