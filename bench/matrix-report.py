@@ -85,6 +85,21 @@ def warmup_rows(pg, d, row):
             add(pg, "reboot (256MB)", "mean60 / steady", ">= 0.75",
                 spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else ""),
                 med(wc60) >= 0.75 if wc60 else None)
+            # Against each run's own warm level (warmup.sh AFTER_SECONDS):
+            # shown, not judged; it tells the machine's drift from the
+            # warm-up's cost.
+            own = per_method(summary, w, "warmcache", "own_tps")
+            if own:
+                wco = per_method(summary, w, "warmcache", "t90_own_s", t90)
+                apo = per_method(summary, w, "autoprewarm", "t90_own_s", t90)
+                wc60o = per_method(summary, w, "warmcache", "mean60_own_frac")
+                ap60o = per_method(summary, w, "autoprewarm", "mean60_own_frac")
+                add(pg, "reboot (256MB)", "t90 against the run's own warm level, s", "(shown)",
+                    spread(wco, "{:.0f}") + (f"; autoprewarm {spread(apo, '{:.0f}')}" if apo else ""),
+                    None)
+                add(pg, "reboot (256MB)", "mean60 / the run's own warm level", "(shown)",
+                    spread(wc60o, "{:.2f}") + (f"; autoprewarm {spread(ap60o, '{:.2f}')}" if ap60o else ""),
+                    None)
             continue
         add(pg, name, "t90, s", "<= autoprewarm's",
             f"{spread(wc, '{:.0f}')} vs {spread(ap, '{:.0f}')}",

@@ -11,7 +11,9 @@
 # which measures the device's read rate with dd in the same run:
 #
 #   reboot     warmup.sh --workload uniform --shared-buffers 256MB, methods
-#              none, autoprewarm, warmcache (both tiers), --no-idle
+#              none, autoprewarm, warmcache (both tiers), --no-idle, each
+#              run followed by its own warm level (AFTER_SECONDS, 15): t90
+#              and mean60 against it are shown beside the judged ones
 #   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
 #              warmcache and none-again (no warm-up once more: the control),
 #              --hot-reps (5) repetitions and as many idle restores: its
@@ -68,7 +70,8 @@ for pg in "${pglist[@]}"; do
 		echo "[$(date +%T)] matrix: PostgreSQL $pg, $row"
 		case "$row" in
 		reboot)
-			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform \
+			AFTER_SECONDS=${AFTER_SECONDS:-15} OUT_DIR=$d "$here/warmup.sh" --pg "$pg" \
+				--disk capped --workload uniform \
 				--methods none,autoprewarm,warmcache --shared-buffers 256MB \
 				--reps "$reps" --no-idle ;;
 		hot-start)

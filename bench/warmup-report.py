@@ -146,6 +146,12 @@ for key in keys:
                         break
             m30 = window_mean(tpss, 30, steady)
             m60 = window_mean(tpss, 60, steady)
+            # The run's own warm level (AFTER_SECONDS): the same figures
+            # against it.
+            af = base + "-after.pgbench"
+            after = [t for _, t in tps_series(af)] if os.path.exists(af) else []
+            own = statistics.median(after) if after else None
+            t90_own = next((sec for sec, t in series if t >= 0.9 * own), None) if own else None
             rs = (ri["done"] - ri["ready"]) if ri["done"] and ri["ready"] else None
             rate = ri["blocks"] * blcksz / 1048576 / rs if rs and ri["blocks"] is not None else None
             t_b = float(rm["bench_start"]) if rm.get("bench_start") else None
@@ -154,6 +160,7 @@ for key in keys:
             runs.setdefault(method, []).append(dict(
                 cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"),
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
+                own=own, t90_own=t90_own, m60_own=window_mean(tpss, 60, own) if own else None,
                 blocks=ri["blocks"], total=ri["total"], note=ri["note"], n=len(series),
                 ready_after=(float(rm["ready"]) - float(rm["launch"])) if rm.get("ready") else None,
                 load=float(rm["load_end"]) if rm.get("load_end") else None))
@@ -192,7 +199,25 @@ for key in keys:
               + " ".join(fmt(r["load"], ".1f") for r in rr) + " |")
             for r in rr:
                 summary.append([pgv, disk, w, method, r["rep"], steady, r["t90"], r["m30"], r["m60"],
-                                r["rs"], r["blocks"], r["total"], r["rate"], r["ready_after"], r["note"]])
+                                r["rs"], r["blocks"], r["total"], r["rate"], r["ready_after"], r["note"],
+                                r["own"], r["t90_own"], r["m60_own"]])
+        if any(r["own"] for m in order for r in runs[m]):
+            p("")
+            p("Against each run's own warm level (the same server right after the run, everything "
+              "prewarmed, the workload again: median TPS), per repetition: the level, t90 and mean "
+              "60 s over it; and the level over the steady state.")
+            p("")
+            p("| method | own level (TPS) | own / steady | t90 (s) | mean 60 s / own |")
+            p("|---|---|---|---|---|")
+            for method in order:
+                rr = runs[method]
+                nmax = max(r["n"] for r in rr)
+                cell = lambda xs, f, none="-": " ".join(f"r{r['rep']} " + fmt(x, f, none)
+                                                       for r, x in zip(rr, xs))
+                p(f"| {method} | {cell([r['own'] for r in rr], '.0f')} | "
+                  f"{cell([r['own'] / steady if r['own'] and steady else None for r in rr], '.2f')} | "
+                  f"{cell([r['t90_own'] for r in rr], '.0f', '>' + str(nmax))} | "
+                  f"{cell([r['m60_own'] for r in rr], '.2f')} |")
         notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m] if r["note"]]
         if notes:
             p("")
@@ -368,7 +393,8 @@ for key in keys:
             rate = ri["blocks"] * blcksz / 1048576 / since_ready if since_ready and ri["blocks"] is not None else None
             idle.append((method, ri, since_start, since_ready, rate))
             summary.append([pgv, disk, "idle", method, int(mr.group(1)) if mr else 1, None, None, None, None,
-                            since_ready, ri["blocks"], ri["total"], rate, float(im["ready"]) - launch, ri["note"]])
+                            since_ready, ri["blocks"], ri["total"], rate, float(im["ready"]) - launch, ri["note"],
+                            None, None, None])
     if idle:
         p("")
         p(f"### {pgv.upper()}, {disk} disk: idle restore (no clients, dumps of workload "
@@ -393,7 +419,8 @@ with open(os.path.join(out, "summary.csv"), "w", newline="") as fh:
     wr = csv.writer(fh)
     wr.writerow(["pg", "disk", "workload", "method", "rep", "steady_tps", "t90_s", "mean30_frac",
                  "mean60_frac", "restore_s_after_ready", "restored_blocks", "dump_blocks",
-                 "restore_mb_per_s", "ready_after_launch_s", "warmcache_log"])
+                 "restore_mb_per_s", "ready_after_launch_s", "warmcache_log",
+                 "own_tps", "t90_own_s", "mean60_own_frac"])
     wr.writerows(summary)
 text = "\n".join(lines) + "\n"
 with open(os.path.join(out, "results.md"), "w") as fh:

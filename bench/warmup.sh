@@ -71,6 +71,11 @@
 #
 # Environment: CLIENTS (pgbench's -c and -j, 2), HOT_DIVISOR (hot-start's
 # hot set is 1/HOT_DIVISOR of the table, 100), PREP_SECONDS, STEADY_SECONDS, RESTORE_WAIT, IDLE_WAIT, IDLE_REPS,
+# AFTER_SECONDS (0; above 0, each run is followed, on the same server, by
+# everything prewarmed and the workload for that long: the run's own warm
+# level, against which the report gives t90 and the means again, so that
+# a machine whose speed drifts between the steady states is told apart
+# from a warm-up that leaves the server slower),
 # BENCH_LOCK (a lock file: each step, the saved state, one repetition of
 # the methods, the second steady state, the idle restores, runs holding it,
 # so that other benchmarks on the machine interleave rather than overlap),
@@ -112,7 +117,8 @@ STEADY_SECONDS=${STEADY_SECONDS:-20}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
 IDLE_WAIT=${IDLE_WAIT:-600}
 IDLE_REPS=${IDLE_REPS:-1}
-for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS; do
+AFTER_SECONDS=${AFTER_SECONDS:-0}
+for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS AFTER_SECONDS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
 done
 ((reps >= 1 && seconds >= 1 && STEADY_SECONDS >= 1)) || die "--reps, --seconds and STEADY_SECONDS must be >= 1"
@@ -150,7 +156,7 @@ EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
@@ -265,6 +271,12 @@ one_run() {
 	cpu_sampler_stop
 	read -r load _ </proc/loadavg
 	wait_restore "$m" "$CLDIR/logs/$name.log" "$RESTORE_WAIT"
+	if ((AFTER_SECONDS > 0)); then
+		# This run's own warm level: the same server, everything prewarmed
+		# as for the steady state, the machine as it is now.
+		prewarm_all
+		pgbench_run "$w" "$AFTER_SECONDS" "$out/raw/$name-after.pgbench"
+	fi
 	pg_stop
 	cp "$CLDIR/logs/$name.log" "$out/raw/$name.log"
 	write_meta "$out/raw/$name.meta" "launch=$T_LAUNCH" "ready=$T_READY" "bench_start=$t_bench" "bench_end=$t_end" \
