@@ -59,6 +59,11 @@ def restore_info(logpath, method):
     return r
 
 
+def first_second_at(series, level):
+    """The first second of [(second, TPS)] whose TPS reaches level, or None."""
+    return next((sec for sec, t in series if t >= level), None)
+
+
 def window_mean(tpss, n, steady):
     """Mean TPS of the first n seconds over steady.  pgbench -T n may not
     print its last progress line: one missing second is tolerated."""
@@ -138,12 +143,7 @@ for key in keys:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
             ri = restore_info(base + ".log", method)
             tpss = [t for _, t in series]
-            t90 = None
-            if steady:
-                for sec, t in series:
-                    if t >= 0.9 * steady:
-                        t90 = sec
-                        break
+            t90 = first_second_at(series, 0.9 * steady) if steady else None
             m30 = window_mean(tpss, 30, steady)
             m60 = window_mean(tpss, 60, steady)
             # The run's own warm level (AFTER_SECONDS): the same figures
@@ -151,7 +151,7 @@ for key in keys:
             af = base + "-after.pgbench"
             after = [t for _, t in tps_series(af)] if os.path.exists(af) else []
             own = statistics.median(after) if after else None
-            t90_own = next((sec for sec, t in series if t >= 0.9 * own), None) if own else None
+            t90_own = first_second_at(series, 0.9 * own) if own else None
             rs = (ri["done"] - ri["ready"]) if ri["done"] and ri["ready"] else None
             rate = ri["blocks"] * blcksz / 1048576 / rs if rs and ri["blocks"] is not None else None
             t_b = float(rm["bench_start"]) if rm.get("bench_start") else None
