@@ -23,7 +23,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "none-again"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "none-again", "reader", "reader-slow"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
@@ -142,6 +142,13 @@ for key in keys:
             for sec, t in series:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
             ri = restore_info(base + ".log", method)
+            # The reader methods: what read-files.py read before pgbench ended.
+            rd = base + ".reader"
+            if os.path.exists(rd):
+                parts = open(rd).read().split()
+                if len(parts) == 2:
+                    ri["note"] = (f"read {int(parts[1]) / 1048576:.0f} MB in {float(parts[0]):.1f} s"
+                                  + (f" ({rm['reader_rate']} MB/s at most)" if rm.get("reader_rate") else ""))
             tpss = [t for _, t in series]
             t90 = first_second_at(series, 0.9 * steady) if steady else None
             m30 = window_mean(tpss, 30, steady)
@@ -218,10 +225,16 @@ for key in keys:
                   f"{cell([r['own'] / steady if r['own'] and steady else None for r in rr], '.2f')} | "
                   f"{cell([r['t90_own'] for r in rr], '.0f', '>' + str(nmax))} | "
                   f"{cell([r['m60_own'] for r in rr], '.2f')} |")
-        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m] if r["note"]]
+        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m]
+                 if r["note"] and not m.startswith("reader")]
         if notes:
             p("")
             p("pg_warmcache's own log: " + "; ".join(notes) + ".")
+        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m]
+                 if r["note"] and m.startswith("reader")]
+        if notes:
+            p("")
+            p("The readers (bench/read-files.py, until pgbench ended): " + "; ".join(notes) + ".")
 
         # Against no warm-up, repetition by repetition (rep r of each method
         # ran back to back): TPS in 5-second windows from the third second,
@@ -276,7 +289,7 @@ for key in keys:
             p("")
             p("| method | restore with the workload (s), median (min-max) | idle restore (s) | ratio |")
             p("|---|---:|---:|---:|")
-            for method in [m for m in others if not m.startswith("none")]:
+            for method in [m for m in others if not m.startswith(("none", "reader"))]:
                 rs = [r["rs"] for r in runs[method] if r["rs"] is not None]
                 idl = idle_secs.get(method)
                 rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"

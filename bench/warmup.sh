@@ -4,7 +4,8 @@
 #
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
-#                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again]
+#                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again,
+#                              reader,reader-slow]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -19,7 +20,15 @@
 # buffers and the OS page cache) and warmcache-buffers (dump_os_cache = off:
 # shared buffers only, as pg_warmcache 1.0); none-again is none once more,
 # a control: its ratio to none is what the workload's own spread alone
-# gives.
+# gives.  reader and reader-slow are no warm-up in the server while
+# bench/read-files.py, outside it, reads every file of the database once
+# from the moment the server is ready (under the cap on the capped disk):
+# reader as fast as the device answers, reader-slow at READER_SLOW_MBPS
+# (default a third of dd's rate in the same run, so that it takes three
+# times as long).  Their ratio to none is what bringing the same bytes in
+# from the device costs the workload, whoever does it and however politely:
+# a floor under any restore of the whole set.  The reader stops when
+# pgbench ends.
 #
 # The reboot scenario, where the OS page cache holds what shared_buffers
 # does not: --shared-buffers 256MB at scale 100 (1.5 GB).  The saved state's
@@ -133,7 +142,9 @@ for w in "${workloads[@]}"; do
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers) ;; *) die "unknown method $m" ;; esac
+	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | reader | reader-slow) ;;
+	*) die "unknown method $m" ;;
+	esac
 done
 [[ $sbuf =~ ^[0-9]+[kMG]B$ ]] || die "--shared-buffers: a size like 256MB or 4GB"
 EXTRA_CONF="shared_buffers = $sbuf
@@ -258,6 +269,28 @@ steady_after() {
 	pg_stop
 }
 
+# reader_start METHOD NAME: for the reader methods, read-files.py in the
+# background (under the cap on the capped disk); sets READER_PID and
+# READER_RATE.
+reader_start() {
+	local rate=
+	READER_PID= READER_RATE=
+	case "$1" in
+	reader) ;;
+	reader-slow) rate=${READER_SLOW_MBPS:-$(awk -v r="$CR_RATE" 'BEGIN { printf "%.1f", r / 3 }')} ;;
+	*) return 0 ;;
+	esac
+	READER_RATE=$rate
+	if [ -n "$CAPPED" ]; then
+		bash "$CAPPED" run /usr/bin/python3 "$BENCH_DIR/read-files.py" ${rate:+--rate "$rate"} \
+			"${files[@]}" >"$out/raw/$2.reader" &
+	else
+		/usr/bin/python3 "$BENCH_DIR/read-files.py" ${rate:+--rate "$rate"} \
+			"${files[@]}" >"$out/raw/$2.reader" &
+	fi
+	READER_PID=$!
+}
+
 # one_run WORKLOAD METHOD REP
 one_run() {
 	local w=$1 m=$2 rep=$3 key=$4 name t_bench t_end load
@@ -265,9 +298,14 @@ one_run() {
 	say "$name: cold start, pgbench ${seconds} s"
 	cold_start "$m" "$w" "$CLDIR/logs/$name.log"
 	cpu_sampler_start "$out/raw/$name.stat"
+	reader_start "$m" "$name"
 	t_bench=$(now)
 	pgbench_run "$w" "$seconds" "$out/raw/$name.pgbench"
 	t_end=$(now)
+	if [ -n "$READER_PID" ]; then
+		kill -TERM "$READER_PID" 2>/dev/null || true
+		wait "$READER_PID" || true
+	fi
 	cpu_sampler_stop
 	read -r load _ </proc/loadavg
 	wait_restore "$m" "$CLDIR/logs/$name.log" "$RESTORE_WAIT"
@@ -280,7 +318,7 @@ one_run() {
 	pg_stop
 	cp "$CLDIR/logs/$name.log" "$out/raw/$name.log"
 	write_meta "$out/raw/$name.meta" "launch=$T_LAUNCH" "ready=$T_READY" "bench_start=$t_bench" "bench_end=$t_end" \
-		"load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
+		"load_end=$load" "reader_rate=$READER_RATE" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")"
 }
 
 # idle_run METHOD KEY REP
@@ -311,7 +349,7 @@ idle_runs() {
 	for ((rep = 1; rep <= IDLE_REPS; rep++)); do
 		for ((i = 0; i < nm; i++)); do
 			m=${methodlist[$(((i + rep - 1) % nm))]}
-			[[ $m == none* ]] || idle_run "$m" "$1" "$rep"
+			[[ $m == none* || $m == reader* ]] || idle_run "$m" "$1" "$rep"
 		done
 	done
 }
