@@ -169,6 +169,14 @@ def hot_start_rows(pg, d):
             spread(cm, "{:.3f}"), None)
         add(pg, "hot-start", "control: each repetition's worst window", "-",
             spread(cw, "{:.2f}"), None)
+    # The floor: the same files read once, as fast as the device answers,
+    # by a plain reader outside the server (bench/read-files.py).
+    fw, fm, fmed = against_none("reader")
+    if fw:
+        add(pg, "hot-start", "floor: a plain reader of the files / none, per window the median", "-",
+            " ".join(f"{x:.2f}" for x in fmed) + f": worst {min(fmed):.2f}", None)
+        add(pg, "hot-start", "floor: a plain reader of the files / none, mean 1-30 s", "-",
+            spread(fm, "{:.3f}"), None)
     summary = rows_of(os.path.join(d, "summary.csv"))
     beside = per_method(summary, "hot-start", "warmcache", "restore_s_after_ready")
     idle = per_method(summary, "idle", "warmcache", "restore_s_after_ready")

@@ -15,11 +15,14 @@
 #              run followed by its own warm level (AFTER_SECONDS, 15): t90
 #              and mean60 against it are shown beside the judged ones
 #   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
-#              warmcache and none-again (no warm-up once more: the control),
-#              --hot-reps (5) repetitions and as many idle restores: its
-#              per-second TPS, CPU-bound on a virtual machine, varies by
-#              10-15% between two runs a minute apart, and the control's
-#              ratio to none shows what that spread alone gives
+#              warmcache, none-again (no warm-up once more: the control)
+#              and reader (the database's files read once by a plain
+#              reader outside the server: the floor), --hot-reps (5)
+#              repetitions and as many idle restores: its per-second TPS,
+#              CPU-bound on a virtual machine, varies by 10-15% between
+#              two runs a minute apart, the control's ratio to none shows
+#              what that spread alone gives, and the reader's what reading
+#              the same bytes costs the queries, whoever reads them
 #   uniform    warmup.sh --workload uniform,hot (uniform and recent rows
 #              hot), shared_buffers 4GB, methods none, autoprewarm,
 #              warmcache, --no-idle
@@ -76,7 +79,7 @@ for pg in "${pglist[@]}"; do
 				--reps "$reps" --no-idle ;;
 		hot-start)
 			IDLE_REPS=$hreps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
-				--workload hot-start --methods none,warmcache,none-again --seconds 30 \
+				--workload hot-start --methods none,warmcache,none-again,reader --seconds 30 \
 				--reps "$hreps" ;;
 		uniform)
 			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform,hot \
