@@ -34,6 +34,12 @@ WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored 
 WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
 
 
+def restores(method):
+    """Whether the method restores anything in the server (bench/lib.sh's
+    restore_re has a log line for it): not none, its control, or a reader."""
+    return method == "autoprewarm" or method.startswith("warmcache")
+
+
 def restore_info(logpath, method):
     """ready (epoch), done (epoch), blocks restored, total, extra text."""
     r = {"ready": None, "done": None, "blocks": None, "total": None, "note": ""}
@@ -143,12 +149,12 @@ for key in keys:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
             ri = restore_info(base + ".log", method)
             # The reader methods: what read-files.py read before pgbench ended.
+            reader = ""
             rd = base + ".reader"
-            if os.path.exists(rd):
-                parts = open(rd).read().split()
-                if len(parts) == 2:
-                    ri["note"] = (f"read {int(parts[1]) / 1048576:.0f} MB in {float(parts[0]):.1f} s"
-                                  + (f" ({rm['reader_rate']} MB/s at most)" if rm.get("reader_rate") else ""))
+            parts = open(rd).read().split() if os.path.exists(rd) else []
+            if len(parts) == 2:
+                reader = (f"read {int(parts[1]) / 1048576:.0f} MB in {float(parts[0]):.1f} s"
+                          + (f" ({rm['reader_rate']} MB/s at most)" if rm.get("reader_rate") else ""))
             tpss = [t for _, t in series]
             t90 = first_second_at(series, 0.9 * steady) if steady else None
             m30 = window_mean(tpss, 30, steady)
@@ -168,7 +174,7 @@ for key in keys:
                 cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"),
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
                 own=own, t90_own=t90_own, m60_own=window_mean(tpss, 60, own) if own else None,
-                blocks=ri["blocks"], total=ri["total"], note=ri["note"], n=len(series),
+                blocks=ri["blocks"], total=ri["total"], note=ri["note"], reader=reader, n=len(series),
                 ready_after=(float(rm["ready"]) - float(rm["launch"])) if rm.get("ready") else None,
                 load=float(rm["load_end"]) if rm.get("load_end") else None))
         if not runs:
@@ -195,7 +201,7 @@ for key in keys:
             t90m = med(t90s) if all(x is not None for x in t90s) else None
             t90txt = fmt(t90m, ".0f") if t90m is not None else f">{nmax}"
             rsm = med([r["rs"] for r in rr])
-            if not method.startswith("none") and rsm is None:
+            if restores(method) and rsm is None:
                 rstxt = "not seen"
             else:
                 rstxt = fmt(rsm, ".1f")
@@ -225,13 +231,11 @@ for key in keys:
                   f"{cell([r['own'] / steady if r['own'] and steady else None for r in rr], '.2f')} | "
                   f"{cell([r['t90_own'] for r in rr], '.0f', '>' + str(nmax))} | "
                   f"{cell([r['m60_own'] for r in rr], '.2f')} |")
-        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m]
-                 if r["note"] and not m.startswith("reader")]
+        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m] if r["note"]]
         if notes:
             p("")
             p("pg_warmcache's own log: " + "; ".join(notes) + ".")
-        notes = [f"{m} r{r['rep']}: {r['note']}" for m in order for r in runs[m]
-                 if r["note"] and m.startswith("reader")]
+        notes = [f"{m} r{r['rep']}: {r['reader']}" for m in order for r in runs[m] if r["reader"]]
         if notes:
             p("")
             p("The readers (bench/read-files.py, until pgbench ended): " + "; ".join(notes) + ".")
@@ -289,7 +293,7 @@ for key in keys:
             p("")
             p("| method | restore with the workload (s), median (min-max) | idle restore (s) | ratio |")
             p("|---|---:|---:|---:|")
-            for method in [m for m in others if not m.startswith(("none", "reader"))]:
+            for method in [m for m in others if restores(m)]:
                 rs = [r["rs"] for r in runs[method] if r["rs"] is not None]
                 idl = idle_secs.get(method)
                 rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"

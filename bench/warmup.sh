@@ -281,13 +281,8 @@ reader_start() {
 	*) return 0 ;;
 	esac
 	READER_RATE=$rate
-	if [ -n "$CAPPED" ]; then
-		bash "$CAPPED" run /usr/bin/python3 "$BENCH_DIR/read-files.py" ${rate:+--rate "$rate"} \
-			"${files[@]}" >"$out/raw/$2.reader" &
-	else
-		/usr/bin/python3 "$BENCH_DIR/read-files.py" ${rate:+--rate "$rate"} \
-			"${files[@]}" >"$out/raw/$2.reader" &
-	fi
+	${CAPPED:+bash "$CAPPED" run} /usr/bin/python3 "$BENCH_DIR/read-files.py" \
+		${rate:+--rate "$rate"} "${files[@]}" >"$out/raw/$2.reader" &
 	READER_PID=$!
 }
 
