@@ -124,6 +124,9 @@ struct WarmPacer
 	bool		os_cache_only;	/* buffer mode: read the next chunk into
 								 * the OS cache only, as mode read with
 								 * skip_in_buffers (set by pace()) */
+	bool		skip_cached_chunks;	/* with os_cache_only: leave out a chunk
+									 * the OS cache holds already (set by
+									 * pace()) */
 	bool		skip_os_cached;	/* read mode: leave out the stretches
 								 * already in the OS cache (the restore) */
 	uint64		found_cached;	/* added to by the engine: blocks of

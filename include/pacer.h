@@ -62,6 +62,7 @@ typedef struct RestorePacer
 	TimestampTz fg_read_at;		/* when some were last seen reading */
 	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
 	int64		cpu_used;		/* this process's CPU time at the last pace */
+	TimestampTz frugal_since;	/* start of the frugal spell, if in one */
 
 	/* where the time went since wc_pacer_report(), in microseconds */
 	TimestampTz paced_at;		/* the last pace */

@@ -679,6 +679,30 @@ span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 }
 
 /*
+ * Is the chunk of n blocks from block on (within one segment, at most an
+ * I/O chunk) in the OS page cache?  A frugal chunk asks before it reads
+ * (skip_cached_chunks): its aim is the OS cache, and where that holds the
+ * chunk already, reading it is a copy, CPU taken from queries that are
+ * using all of it.  Not where that cannot be known.
+ */
+static bool
+chunk_in_os_cache(WarmJob *job, BlockNumber block, BlockNumber n)
+{
+	bool		resident[WC_IO_BLOCKS];
+	BlockNumber i;
+
+	StaticAssertStmt(WC_IO_BLOCKS <= WC_RESIDENCY_SPAN,
+					 "an I/O chunk must fit in one residency span");
+	Assert(n <= WC_IO_BLOCKS);
+	if (!span_residency(job, block, n, resident))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!resident[i])
+			return false;
+	return true;
+}
+
+/*
  * A growing list of the ranges left to warm, adjacent ones merged, and per
  * range the blocks left out just before it (in the order of the ranges
  * given): the engine reports those as done when it comes to the range, so
@@ -1130,6 +1154,8 @@ warm_loop(WarmJob *job)
 		BlockNumber warmed;
 		bool		measure;
 		bool		advise = false;
+		bool		advised_earlier;
+		bool		chunk_cached = false;
 		instr_time	start;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1167,6 +1193,18 @@ warm_loop(WarmJob *job)
 			if (advise || measuring)
 				window = scaled_window(job, pacer_window, &piece);
 		}
+
+		/*
+		 * A frugal chunk asks whether the OS cache holds it before this
+		 * round's advice: mincore() counts a page once its read is done, so
+		 * what it finds now was there, or came in by advice of an earlier
+		 * round.
+		 */
+		advised_earlier = job->advised > done;
+		if (pacer && pacer->os_cache_only && pacer->skip_cached_chunks &&
+			job->mode == WC_MODE_BUFFER)
+			chunk_cached = chunk_in_os_cache(job, block, n);
+
 		if (job->mode == WC_MODE_PREFETCH)
 			advise_until(&job->adv, &job->advised, done + n, &job->sf[1],
 						 job_piece(job));
@@ -1192,6 +1230,16 @@ warm_loop(WarmJob *job)
 					in_buffers += n;
 				else
 					os_only += n;
+			}
+			else if (chunk_cached)
+			{
+				/*
+				 * In the OS cache already: done.  Not charged to the rate
+				 * cap, unless it was our advice that read it.
+				 */
+				if (!advised_earlier)
+					pacer->found_cached += n;
+				os_only += n;
 			}
 			else if (!read_os(job, block, n))
 				break;			/* the relation shrank under us */

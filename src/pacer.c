@@ -28,7 +28,8 @@
  * - while queries keep every CPU busy and none waits for a read, reads the
  *   buffer tier into the OS cache only, leaving the copy into shared
  *   buffers to the first query that wants a block (where dumps record the
- *   OS cache, pg_warmcache.dump_os_cache, so that the saved set keeps it);
+ *   OS cache, pg_warmcache.dump_os_cache, so that the saved set keeps it),
+ *   and after a second of that leaves out the chunks the OS cache holds;
  * - keeps two budgets that all restore workers share: the rate cap
  *   (pg_warmcache.max_restore_rate) and, while queries keep every CPU
  *   busy and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
@@ -97,6 +98,12 @@
  * was seen reading as recently; in ms.
  */
 #define WC_BUSY_MEMORY_MS	200
+
+/*
+ * How long the restore must have been frugal before a frugal chunk that
+ * the OS cache holds is left out, in ms: see pace_restore.
+ */
+#define WC_FRUGAL_SKIP_MS	1000
 
 
 /* How far ahead of real time a budget's clock may run, in microseconds. */
@@ -537,6 +544,23 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 */
 	pacer->base.os_cache_only = frugal && pacer->mode == WC_MODE_BUFFER &&
 		wc_dump_os_cache;
+
+	/*
+	 * A frugal chunk's aim is the OS cache: where that holds it already,
+	 * reading it again is a copy, CPU that the queries were using, and a
+	 * stretch of the device's time that the host charges to them.  So it is
+	 * left out, but only once the restore has been frugal for a second.  A
+	 * chunk left out costs nothing, so a frugal spell passes over as many as
+	 * the kernel's read-ahead holds: a moment's look at busy CPUs beside a
+	 * free one (a machine starting a process, say) must not send a whole
+	 * stretch of the buffer tier past shared buffers.
+	 */
+	if (!frugal)
+		pacer->frugal_since = 0;
+	else if (pacer->frugal_since == 0)
+		pacer->frugal_since = now;
+	pacer->base.skip_cached_chunks = pacer->base.os_cache_only &&
+		elapsed_ms(pacer->frugal_since, now, WC_FRUGAL_SKIP_MS);
 
 	/*
 	 * Reading a chunk a second time puts its pages on the kernel's active
