@@ -97,9 +97,11 @@ for my $span (@spans)
 {
 	my ($from, $to, $want) = @$span;
 	my $n = cached_in(\%cached, 'spans', $from, $to);
+	# All but 512 blocks: a drop beside a span has been seen to take 256
+	# blocks (2 MB, a large folio) of it along, and the last span is short.
 	if ($want eq 'whole')
 	{
-		cmp_ok($n, '>=', 0.9 * ($to - $from),
+		cmp_ok($n, '>=', $to - $from - 512,
 			"spans: blocks $from to $to are cached, nearly all of them");
 	}
 	else
