@@ -38,7 +38,8 @@
 # (the default) with the ordinary pages of a default install.  In the cpu
 # condition the timed call faults in the shared memory it fills (1.5 GB):
 # with ordinary pages, about 383,000 faults of 4 kB, with huge ones 750.  raw.csv
-# keeps, per call, the machine's steal and system time and page faults.
+# keeps, per call, the machine's steal and system time, page faults and how
+# busy its CPUs were (the table shows the last as "CPUs busy").
 #
 # Prints a markdown table per condition (medians over the repetitions, the
 # spread as min-max, the ratio pg_prewarm time / warm time per repetition,
@@ -84,7 +85,7 @@ done
 out=${OUT_DIR:-$BENCH_DIR/out/$(date +%Y%m%d-%H%M%S)-warm-vs-prewarm}
 mkdir -p "$out"
 raw=$out/raw.csv
-echo "condition,rep,mode,method,seconds,blocks,mb_per_s,steal_ms,system_ms,pgfault" >"$raw"
+echo "condition,rep,mode,method,seconds,blocks,mb_per_s,steal_ms,system_ms,pgfault,busy_pct" >"$raw"
 ddcsv=$out/dd.csv
 echo "condition,rep,bytes,seconds,mb_per_s" >"$ddcsv"
 setup=$out/setup.txt
@@ -178,19 +179,23 @@ wait_cached() {
 	CACHED_BLOCKS=$((res / blcksz))
 }
 
-# machine_counters: MC = (steal ticks, system ticks, page faults) of the
-# whole machine, from /proc/stat and /proc/vmstat.
+# machine_counters: MC = (steal ticks, system ticks, page faults, busy
+# ticks, all ticks) of the whole machine, from /proc/stat and /proc/vmstat.
+# Busy is every CPU's time but idle and iowait: where it is all of it, the
+# CPUs are the limit, whatever the device could give.
 CLK_TCK=$(getconf CLK_TCK)
 machine_counters() {
 	local c
 	read -r -a c < <(head -1 /proc/stat)
-	MC=("${c[8]}" "${c[3]}" "$(awk '$1 == "pgfault" { print $2 }' /proc/vmstat)")
+	MC=("${c[8]}" "${c[3]}" "$(awk '$1 == "pgfault" { print $2 }' /proc/vmstat)"
+		$((c[1] + c[2] + c[3] + c[6] + c[7] + c[8]))
+		$((c[1] + c[2] + c[3] + c[4] + c[5] + c[6] + c[7] + c[8])))
 }
 
 # time_call COND METHOD MODE: sets CALL_SECS and CALL_BLOCKS, CALL_STEAL_MS,
-# CALL_SYS_MS and CALL_PGFAULT (the machine's, over the statement and
-# the catalog reads before it), and after a prefetch CACHED_SECS and
-# CACHED_BLOCKS.
+# CALL_SYS_MS, CALL_PGFAULT and CALL_BUSY_PCT (the machine's, over the
+# statement and the catalog reads before it; busy: percent of all CPUs'
+# time), and after a prefetch CACHED_SECS and CACHED_BLOCKS.
 
 time_call() {
 	local cond=$1 method=$2 mode=$3 fn=warm set="" o ms blocks
@@ -219,6 +224,7 @@ EOF
 	CALL_STEAL_MS=$(((MC[0] - before[0]) * 1000 / CLK_TCK))
 	CALL_SYS_MS=$(((MC[1] - before[1]) * 1000 / CLK_TCK))
 	CALL_PGFAULT=$((MC[2] - before[2]))
+	CALL_BUSY_PCT=$(((MC[3] - before[3]) * 100 / (MC[4] - before[4] > 0 ? MC[4] - before[4] : 1)))
 	ms=$(awk '/^Time: / { print $2 }' <<<"$o" | tail -1)
 	blocks=$(grep -E '^[0-9]+$' <<<"$o" | tail -1)
 	[ -n "$ms" ] && [ -n "$blocks" ] || die "could not time $method($mode): $o"
@@ -242,11 +248,11 @@ one_rep() {
 			method=${methods[$(((k + rep - 1) % n))]}
 			time_call "$cond" "$method" "$mode"
 			rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate,$CALL_STEAL_MS,$CALL_SYS_MS,$CALL_PGFAULT" >>"$raw"
-			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s (steal $CALL_STEAL_MS ms, system $CALL_SYS_MS ms, $CALL_PGFAULT page faults on the machine)"
+			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate,$CALL_STEAL_MS,$CALL_SYS_MS,$CALL_PGFAULT,$CALL_BUSY_PCT" >>"$raw"
+			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s (steal $CALL_STEAL_MS ms, system $CALL_SYS_MS ms, $CALL_PGFAULT page faults, CPUs $CALL_BUSY_PCT% busy on the machine)"
 			if [ -n "$CACHED_SECS" ]; then
 				rate=$(awk -v b="$CACHED_BLOCKS" -v s="$blcksz" -v t="$CACHED_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
-				echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate,,," >>"$raw"
+				echo "$cond,$rep,prefetch-until-cached,$method,$CACHED_SECS,$CACHED_BLOCKS,$rate,,,," >>"$raw"
 				say "$cond rep $rep: $method($mode): $CACHED_BLOCKS blocks in the OS cache after $CACHED_SECS s = $rate MB/s"
 			fi
 		done
@@ -292,8 +298,8 @@ for cond in order(r["condition"] for r in rows):
     print(f"### {names[cond]}\n")
     print(f"dd bs=1M of the same files, each repetition: median {ddm:.0f} MB/s "
           f"(min-max {min(dd):.0f}-{max(dd):.0f}).\n")
-    print("| mode | method | median s | min-max s | MB/s | % of dd | pg_prewarm s / method s: median | min-max |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| mode | method | median s | min-max s | MB/s | % of dd | pg_prewarm s / method s: median | min-max | CPUs busy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for mode in order(r["mode"] for r in rows if r["condition"] == cond):
         sel = [r for r in rows if r["condition"] == cond and r["mode"] == mode]
         base = {r["rep"]: float(r["seconds"]) for r in sel if r["method"] == "pg_prewarm"}
@@ -304,8 +310,10 @@ for cond in order(r["condition"] for r in rows):
             ratios = [base[r["rep"]] / float(r["seconds"]) for r in rs if r["rep"] in base]
             rat = (f"{statistics.median(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f}"
                    if method != "pg_prewarm" else "| ")
+            busy = [float(r["busy_pct"]) for r in rs if r.get("busy_pct")]
+            busy = f"{statistics.median(busy):.0f}%" if busy else "-"
             print(f"| {mode} | {labels[method]} | {statistics.median(secs):.2f} | {spread(secs)} | "
-                  f"{mbs:.0f} | {100 * mbs / ddm:.0f}% | {rat} |")
+                  f"{mbs:.0f} | {100 * mbs / ddm:.0f}% | {rat} | {busy} |")
         counts = {r["blocks"] for r in sel}
         if len(counts) > 1 and mode != "prefetch-until-cached":
             print(f"\nWARNING: the methods returned different block counts in mode {mode}: {sorted(counts)}")
