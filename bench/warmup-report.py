@@ -288,6 +288,25 @@ for key in keys:
                         mr.append(x / y if x is not None and y else None)
                     p(f"| {method}, ratio of medians | " + " | ".join(fmt(x) for x in mr[:-1])
                       + f" | {fmt(min([x for x in mr[:-1] if x is not None], default=None))} | {fmt(mr[-1])} |")
+
+                # The same ratio over two spans, one per repetition: while a
+                # restore mostly runs, and after.  A cost of the restore
+                # shows in the first; a cost of having restored (a fuller
+                # OS cache, a fuller shared_buffers) in the second.  The
+                # control's row is what the machine's spread alone gives.
+                spans = [(CPU_WIN[0], CPU_WIN[1]), (CPU_WIN[1] + 1, WIN_END)]
+                p("")
+                p("The same ratio over " + " and ".join(f"seconds {a}-{b}" for a, b in spans)
+                  + ", per repetition (r1, r2, ...), then median (min-max):")
+                p("")
+                p("| method | " + " | ".join(f"{a}-{b} s" for a, b in spans) + " |")
+                p("|---|" + "---|" * len(spans))
+                for method in others:
+                    cells = []
+                    for a, b in spans:
+                        xs = [ratios(r, a, b) for r in sorted(runs[method], key=lambda r: r["rep"])]
+                        cells.append(" ".join(fmt(x) for x in xs) + "; " + cell(xs))
+                    p(f"| {method} | " + " | ".join(cells) + " |")
             p("")
             p("Restore time under this workload against the idle restore (median of the idle runs):")
             p("")
