@@ -21,6 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename ();
 use Time::HiRes ();
+use POSIX ();
 
 our @EXPORT = qw(
   MAGIC
@@ -58,6 +59,8 @@ our @EXPORT = qw(
   crc32c
   write_dump_file
   evict_files
+  keep_in_use
+  stop_keeping
   resident_blocks
   following_standby
   publish_dump
@@ -549,6 +552,48 @@ sub evict_files
 {
 	my (@paths) = @_;
 	drop_os_cache($_) for @paths;
+	return;
+}
+
+# Read the files @paths through, over and over, in a child process until
+# stop_keeping: pages in use, as a query's would be.  The pageout scheme of
+# the kernel's data access monitor (see OS_CACHE_SHARE) takes page cache
+# pages that nobody touched for a second or so, in scattered stretches; a
+# check that a pass leaves out what is cached must not lose its cached
+# file to it between the look and the pass.  Returns the child's pid.
+sub keep_in_use
+{
+	my (@paths) = @_;
+	my $parent = $$;
+	my $pid = fork();
+	die "could not fork: $!" unless defined $pid;
+	return $pid if $pid;
+	# The child must not run the test's signal handlers or END blocks,
+	# which would stop the nodes: it is killed, never ends on its own.
+	$SIG{$_} = 'DEFAULT' for ('TERM', 'INT', 'HUP');
+	while (1)
+	{
+		# A test that died before stop_keeping leaves the child behind,
+		# holding prove's pipe: it ends when its parent is gone.
+		POSIX::_exit(0) if getppid() != $parent;
+		for my $path (@paths)
+		{
+			open(my $fh, '<', $path) or next;
+			binmode $fh;
+			my $buf;
+			1 while sysread($fh, $buf, 1 << 20);
+			close $fh;
+		}
+		select(undef, undef, undef, 0.2);
+	}
+}
+
+# Stop the child of keep_in_use.
+sub stop_keeping
+{
+	my ($pid) = @_;
+	kill 'KILL', $pid;
+	waitpid($pid, 0);
 	return;
 }
 
