@@ -37,6 +37,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "autowarm.h"
 #include "dumpfile.h"
