@@ -7,9 +7,8 @@
  * files read the same on every major.  The newest API name is used where
  * the behaviour is the same; a wc_ wrapper exists only where it differs.
  *
- * Supported: 15 and 18 (tested), 16 and 17 (built and tested when their
- * source can be had), 19 (prepared from what is known of its API, never
- * built here).
+ * Built and tested on 15, 17, 18 and 19; 16 has the same API as its
+ * neighbours here, but is not tested (no Debian suite serves it).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -299,8 +298,10 @@ wc_is_read_wait(uint32 wait_event_info)
 
 /*
  * From 19 a worker connected to a database can let DROP DATABASE and the
- * like end it; up to 18 a restore worker notices that its database is
- * wanted and leaves by itself (pacer.c).
+ * like end it by SIGTERM; up to 18 a restore worker notices that its
+ * database is wanted and leaves by itself.  Either way the restore worker
+ * leaves the database and the restore comes back to it (pacer.c,
+ * wc_restore_sigterm_handler()).
  */
 #ifdef BGWORKER_INTERRUPTIBLE
 #define WC_BGWORKER_INTERRUPTIBLE BGWORKER_INTERRUPTIBLE

@@ -81,6 +81,7 @@ extern bool wc_pacer_check(RestorePacer *pacer);
 extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
 extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
 extern bool wc_database_wanted(Oid db);
+extern void wc_restore_sigterm_handler(SIGNAL_ARGS);
 extern void wc_look_at_backends(bool *reading, bool *on_cpu);
 extern int64 wc_cpu_time_us(void);
 extern void wc_pacer_report(RestorePacer *pacer, const char *what);

@@ -77,6 +77,7 @@
 #include "storage/lock.h"
 #include "storage/pmsignal.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
@@ -129,6 +130,29 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;
+}
+
+/*
+ * SIGTERM of a restore worker.  From 19, a database-level command that
+ * wants the worker's database terminates it (BGWORKER_INTERRUPTIBLE),
+ * where up to 18 the worker sees the command itself (wc_pacer_check());
+ * either way the worker is to leave the database to the command and the
+ * restore to come back to it, not to give up what is left of its share.
+ * So the handler only notes the request; the next check tells a command,
+ * which holds its lock on the database until the worker is gone, from a
+ * shutdown, an abort or pg_terminate_backend(), and hands those on to the
+ * standard handler, die().
+ */
+static volatile sig_atomic_t terminate_pending = false;
+
+void
+wc_restore_sigterm_handler(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	terminate_pending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
 }
 
 /*
@@ -194,7 +218,19 @@ wc_pacer_check(RestorePacer *pacer)
 
 	if (pacer->base.stop)
 		return true;
-	if (wc_shared->abort_requested)
+	if (terminate_pending)
+	{
+		terminate_pending = false;
+		if (!wc_database_wanted(pacer->slot->connect_db))
+		{
+			/* The request again, to the standard handler, which ends us. */
+			pqsignal(SIGTERM, die);
+			kill(MyProcPid, SIGTERM);
+			CHECK_FOR_INTERRUPTS();
+		}
+		pacer->why = WC_STOP_DB_WANTED;
+	}
+	else if (wc_shared->abort_requested)
 		pacer->why = WC_STOP_ABORT;
 	else
 	{

@@ -862,7 +862,7 @@ pg_warmcache_restore_main(Datum arg)
 {
 	RestoreWorker w;
 
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, wc_restore_sigterm_handler);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
