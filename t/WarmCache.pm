@@ -317,11 +317,22 @@ sub drop_os_cache
 	return;
 }
 
+# Die, saying why, unless fincore is installed: the tests that need the
+# OS page cache's oracle fail clearly rather than of a missing command.
+sub need_fincore
+{
+	return if system('fincore --version >/dev/null 2>&1') == 0;
+	die 'fincore, the OS page cache\'s oracle, is not installed '
+	  . '(Debian ships it in util-linux-extra from 12 on; test/install-deps '
+	  . 'installs it)';
+}
+
 # Bytes of file $path resident in the OS page cache, by util-linux's
 # fincore (mincore(2)): the oracle of the modes that warm the OS cache.
 sub os_cached_bytes
 {
 	my ($path) = @_;
+	need_fincore();
 	my $out = `fincore --bytes --noheadings --output RES '$path'`;
 	die "fincore failed on \"$path\"" if $? != 0;
 	$out =~ s/\s+//g;
@@ -336,6 +347,7 @@ sub os_cached_bytes_of
 	my (@paths) = grep { -e $_ } @_;
 	my %bytes;
 	return \%bytes unless @paths;
+	need_fincore();
 	open(my $fh, '-|', 'fincore', '--bytes', '--noheadings', '--raw',
 		'--output', 'RES,FILE', @paths)
 	  or die "could not run fincore: $!";
