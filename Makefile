@@ -1,7 +1,7 @@
 # pg_warmcache/Makefile
 
 MODULE_big = pg_warmcache
-OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
+OBJS = $(patsubst $(srcdir)/%.c,%.o,$(wildcard $(srcdir)/src/*.c))
 PGFILEDESC = "pg_warmcache - warm the buffer cache, hottest first"
 
 EXTENSION = pg_warmcache
@@ -28,3 +28,29 @@ ifdef werror
 override CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers -Wno-clobbered
 endif
+
+# An out-of-tree build (VPATH, as pg_buildext makes them) writes the
+# objects below a src/ of its own.
+$(OBJS): | objdir
+.PHONY: objdir
+objdir:
+	@mkdir -p src
+
+# The release's version, as the control file says it.
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/pg_warmcache.control)
+
+# `make dist`: the zip PGXN takes, of the committed tree (git archive),
+# without the benchmarks, their results and the CI script.
+.PHONY: dist
+dist:
+	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		-o $(CURDIR)/$(EXTENSION)-$(EXTVERSION).zip HEAD -- . \
+		':!bench' ':!docs/bench' ':!docs/benchmarks.md' ':!.ci'
+
+# `make deb`: the Debian binary packages, one postgresql-NN-warmcache per
+# major that debian/pgversions and this system support, built with
+# pg_buildext as Debian's PostgreSQL team builds extensions; dpkg-buildpackage
+# writes them into the parent directory.
+.PHONY: deb
+deb:
+	cd $(srcdir) && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b
