@@ -8,7 +8,12 @@ EXTENSION = pg_warmcache
 DATA = pg_warmcache--1.0.sql pg_warmcache--1.0--1.1.sql \
 	pg_warmcache--1.1--1.2.sql pg_warmcache--1.2--1.3.sql
 
-PG_CPPFLAGS = -I$(srcdir)/include
+# The release's version, as the control file says it; PG_MODULE_MAGIC_EXT
+# says it too.  Read before PGXS, which takes PG_CPPFLAGS at once, and
+# from beside this Makefile, which an out-of-tree build names.
+EXTVERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" \
+	$(dir $(firstword $(MAKEFILE_LIST)))pg_warmcache.control)
+PG_CPPFLAGS = -I$(srcdir)/include -DWC_VERSION='"$(EXTVERSION)"'
 
 # The regression tests need the library preloaded; pg_regress honours
 # --temp-config only together with --temp-instance.
@@ -35,9 +40,6 @@ $(OBJS): | objdir
 .PHONY: objdir
 objdir:
 	@mkdir -p src
-
-# The release's version, as the control file says it.
-EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/pg_warmcache.control)
 
 # `make dist`: the zip PGXN takes, of the committed tree (git archive),
 # without the benchmarks, their results and the CI script.

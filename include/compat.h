@@ -346,7 +346,8 @@ typedef struct WcBgworkerArray
 /*---- Module magic ----*/
 
 #if PG_VERSION_NUM >= 180000
-#define WC_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "pg_warmcache", .version = "1.0")
+/* WC_VERSION is the control file's default_version (Makefile). */
+#define WC_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "pg_warmcache", .version = WC_VERSION)
 #else
 #define WC_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
