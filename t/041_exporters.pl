@@ -4,8 +4,8 @@
 # packages prometheus-postgres-exporter and prometheus-sql-exporter, each
 # started on loopback against a primary that restores under a rate cap and
 # a standby that follows it, connected as a role with pg_monitor only.
-# /metrics is scraped with curl twice: every metric README.md documents in
-# its Monitoring section is there, plausible, and the restore's progress
+# /metrics is scraped with curl twice: every metric docs/monitoring.md
+# documents in its Metrics section is there, plausible, and the restore's progress
 # moves between the scrapes.  Skipped if an exporter or curl is missing
 # (test/install-deps installs them).
 
@@ -49,13 +49,13 @@ END
 	}
 }
 
-# The metrics README.md documents: the names in backquotes of its section
-# Monitoring.
-my $readme = slurp_file("$root/README.md");
-my ($section) = $readme =~ /^## Monitoring\n(.*?)(?=^## )/ms
-  or die 'README.md has no section Monitoring';
+# The metrics docs/monitoring.md documents: the names in backquotes of its
+# section Metrics.
+my $page = slurp_file("$root/docs/monitoring.md");
+my ($section) = $page =~ /^## Metrics\n(.*?)(?=^## |\z)/ms
+  or die 'docs/monitoring.md has no section Metrics';
 my %documented = map { $_ => 1 } $section =~ /`(pg_warmcache_[a-z_]+)`/g;
-cmp_ok(scalar keys %documented, '>=', 15, 'README.md documents the metrics')
+cmp_ok(scalar keys %documented, '>=', 15, 'docs/monitoring.md documents the metrics')
   or diag($section);
 
 # ---- A primary restoring under a rate cap, a standby following it.
