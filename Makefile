@@ -52,7 +52,8 @@ dist:
 # `make deb`: the Debian binary packages, one postgresql-NN-warmcache per
 # major that debian/pgversions and this system support, built with
 # pg_buildext as Debian's PostgreSQL team builds extensions; dpkg-buildpackage
-# writes them into the parent directory.
+# writes them into the parent directory.  DEB_FLAGS passes it options
+# (-d: do not check the build dependencies).
 .PHONY: deb
 deb:
-	cd $(srcdir) && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b
+	cd $(srcdir) && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b $(DEB_FLAGS)
