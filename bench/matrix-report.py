@@ -145,7 +145,7 @@ def hot_start_rows(pg, d):
     # per window the median of its ratios over the repetitions, then the
     # worst window.  Taking each repetition's worst window first would score
     # the workload's own spread: a method that does nothing scored 0.88 to
-    # 1.01 that way (docs/benchmarks.md, "Hot-start with a control").
+    # 1.01 that way (docs/benchmarks.md, "Hot-start").
     worst, mean30, medians = against_none("warmcache")
     cw, cm, cmed = against_none("none-again")
     note = ""
