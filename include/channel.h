@@ -26,7 +26,8 @@ typedef enum PublishOutcome
 {
 	WC_PUBLISH_DONE,
 	WC_PUBLISH_LOCKED,
-	WC_PUBLISH_REFUSED
+	WC_PUBLISH_REFUSED,
+	WC_PUBLISH_WRITABLE			/* a role that is no superuser could write it */
 } PublishOutcome;
 
 /*
@@ -60,6 +61,7 @@ typedef enum FollowState
 	WC_FOLLOW_UNUSABLE,			/* what it holds is not a usable file */
 	WC_FOLLOW_LOCKED,			/* it was locked: tried again at next look */
 	WC_FOLLOW_REFUSED,			/* it is not the table the extension made */
+	WC_FOLLOW_WRITABLE,			/* a role that is no superuser could write it */
 	WC_FOLLOW_FOLLOWING,
 	WC_FOLLOW_PROMOTED			/* the standby was promoted */
 } FollowState;
