@@ -245,6 +245,30 @@ auto_dump(bool shutdown)
 }
 
 /*
+ * The time has come to restore the saved file again, for a database a
+ * command kept out of the last restore (restore.c): ask for it, unless a
+ * restore was asked for already.
+ */
+static void
+retry_restore(void)
+{
+	bool		asked;
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_retry_at = 0;
+	asked = !wc_shared->restore_requested;
+	if (asked)
+	{
+		wc_shared->restore_requested = true;
+		wc_shared->request_mode = wc_shared->restore_retry_mode;
+	}
+	LWLockRelease(wc_shared->lock);
+	if (asked)
+		ereport(LOG,
+				(errmsg("restoring the saved file again for what a database-level command kept out of the last restore")));
+}
+
+/*
  * A pass over the followed set, on a standby, in the mode follow_primary
  * says: read, which leaves the blocks in the OS page cache, or buffer.
  * Returns false if a dump runs: the caller comes back.
@@ -342,6 +366,10 @@ pg_warmcache_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
+		if (wc_shared->restore_retry_at != 0 &&
+			GetCurrentTimestamp() >= wc_shared->restore_retry_at)
+			retry_restore();
+
 		if (wc_shared->restore_requested)
 		{
 			if (wc_begin_operation(WC_STATE_RESTORING, false))
@@ -406,6 +434,14 @@ pg_warmcache_main(Datum arg)
 		}
 		if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF)
 			timeout = Min(timeout, WC_PROMOTION_POLL_MS);
+		if (wc_shared->restore_retry_at != 0)
+		{
+			long		left;
+
+			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+												   wc_shared->restore_retry_at);
+			timeout = Min(timeout, Max(left, 1));
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);

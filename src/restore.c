@@ -84,6 +84,16 @@
  */
 #define WC_COMMAND_PAUSE_MAX_S	30
 
+/*
+ * WC_DB_WANTED_MAX_S (restore.h): twice the 5 s that DROP, RENAME, SET
+ * TABLESPACE and CREATE ... TEMPLATE wait for sessions to leave, so a
+ * command that runs through is waited for, while one left open in a
+ * transaction holds dumps, publications and readiness for no longer.  The
+ * restore of the saved file run again later (WC_DB_RETRY_S) finds what it
+ * restored already at the cost of a look-up, and reads what the command
+ * kept out.
+ */
+
 /* After an abort, workers get this long to stop by themselves, in ms. */
 #define WC_STOP_GRACE_MS		5000
 
@@ -123,6 +133,9 @@ typedef struct DbShare
 	int			nstripes;
 	Stripe		stripes[WC_MAX_STRIPES];
 	bool		closed;			/* every stripe ended, the rest accounted */
+	TimestampTz wanted_since;	/* a command wanted it, its workers to be
+								 * started, since; or 0 */
+	bool		wanted_out;		/* given up: a command kept wanting it */
 } DbShare;
 
 /* What the leader keeps track of while a restore runs. */
@@ -167,6 +180,7 @@ typedef enum DbVerdict
 } DbVerdict;
 
 static void leader_check_stop(RestoreLeader *leader);
+static bool still_wanted(RestoreLeader *leader, DbShare *share);
 
 static void
 note_incomplete(RestoreLeader *leader, const char *reason)
@@ -358,7 +372,9 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	rest = share->blocks - Min(share->blocks, share->processed);
 	if (rest == 0)
 		return;
-	if (verdict == DB_GONE)
+	if (share->wanted_out)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED], rest);
+	else if (verdict == DB_GONE)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_GONE], rest);
 	else if (verdict == DB_EXCLUDED)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED], rest);
@@ -522,7 +538,98 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 		give_up_share(leader, share, verdict);
 		return InvalidOid;
 	}
-	return wc_database_wanted(share->db) ? InvalidOid : share->db;
+	return still_wanted(leader, share) ? InvalidOid : share->db;
+}
+
+/*
+ * Does a command want the database of a share whose workers wait to start?
+ * One that keeps wanting it for WC_DB_WANTED_MAX_S has the share given up.
+ */
+static bool
+still_wanted(RestoreLeader *leader, DbShare *share)
+{
+	TimestampTz now;
+
+	if (!wc_database_wanted(share->db))
+	{
+		share->wanted_since = 0;
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	if (share->wanted_since == 0)
+		share->wanted_since = now;
+	else if (TimestampDifferenceExceeds(share->wanted_since, now,
+										WC_DB_WANTED_MAX_S * 1000))
+	{
+		char		reason[64];
+
+		snprintf(reason, sizeof(reason),
+				 "database %u stayed wanted by a command", share->db);
+		note_incomplete(leader, reason);
+		ereport(LOG,
+				(errmsg("the %s gives database %u up: a command has wanted it for %d s",
+						wc_source_name(leader->source), share->db,
+						WC_DB_WANTED_MAX_S),
+				 errdetail("The rest of the restore goes on; the blocks of the database left are counted as skipped (locked)."),
+				 leader->source == WC_SOURCE_SAVED ?
+				 errhint("The saved file is restored again %d s after this restore ends.",
+						 WC_DB_RETRY_S) : 0));
+		share->wanted_out = true;
+		share->wanted_since = 0;
+		give_up_share(leader, share, DB_RESTORE);
+	}
+	return true;
+}
+
+/* Does a share have stripes whose workers wait to start? */
+static bool
+share_waits(const DbShare *share)
+{
+	int			k;
+
+	if (share->closed)
+		return false;
+	for (k = 0; k < share->nstripes; k++)
+		if (share->stripes[k].state == STRIPE_PENDING ||
+			share->stripes[k].state == STRIPE_STEPPED_OUT)
+			return true;
+	return false;
+}
+
+/*
+ * Say in shared memory which database the restore waits for, if any: the
+ * share a command has kept longest from starting its workers.  Gives up
+ * those it kept for WC_DB_WANTED_MAX_S, whether a worker slot is free or
+ * not (the other workers pause meanwhile).
+ */
+static void
+publish_waiting(RestoreLeader *leader)
+{
+	Oid			db = InvalidOid;
+	TimestampTz since = 0;
+	int			s;
+
+	for (s = 0; s < leader->nshares && !leader->stopped; s++)
+	{
+		DbShare    *share = &leader->shares[s];
+
+		/* Bounded whether or not a worker could start now. */
+		if (OidIsValid(share->db) && share_waits(share))
+			(void) still_wanted(leader, share);
+		if (!share->closed && share->wanted_since != 0 &&
+			(since == 0 || share->wanted_since < since))
+		{
+			db = share->db;
+			since = share->wanted_since;
+		}
+	}
+	if (db == wc_shared->restore_waiting_db &&
+		since == wc_shared->restore_waiting_since)
+		return;
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_waiting_db = db;
+	wc_shared->restore_waiting_since = since;
+	LWLockRelease(wc_shared->lock);
 }
 
 /*
@@ -598,13 +705,8 @@ command_wants_restore_database(RestoreLeader *leader)
 	for (s = 0; s < leader->nshares; s++)
 	{
 		DbShare    *share = &leader->shares[s];
-		bool		waiting = false;
-		int			k;
 
-		for (k = 0; k < share->nstripes; k++)
-			waiting |= (share->stripes[k].state == STRIPE_PENDING ||
-						share->stripes[k].state == STRIPE_STEPPED_OUT);
-		if (waiting && !share->closed && OidIsValid(share->db) &&
+		if (share_waits(share) && OidIsValid(share->db) &&
 			wc_database_wanted(share->db))
 			return true;
 	}
@@ -719,6 +821,18 @@ publish_os_tier(RestoreLeader *leader)
 	LWLockRelease(wc_shared->lock);
 }
 
+/* Was a share given up because a command kept wanting its database? */
+static bool
+any_wanted_out(const RestoreLeader *leader)
+{
+	int			s;
+
+	for (s = 0; s < leader->nshares; s++)
+		if (leader->shares[s].wanted_out)
+			return true;
+	return false;
+}
+
 /*
  * Publish the end of the restore and log its figures.
  */
@@ -766,6 +880,19 @@ report_end(RestoreLeader *leader)
 		if (incomplete)
 			strlcpy(wc_shared->incomplete_reason, leader->reason,
 					sizeof(wc_shared->incomplete_reason));
+
+		/* Come back to what a command kept out, a few times. */
+		wc_shared->restore_retry_at = 0;
+		if (!any_wanted_out(leader))
+			wc_shared->restore_retries = 0;
+		else if (!leader->stopped &&
+				 wc_shared->restore_retries < WC_DB_RETRIES)
+		{
+			wc_shared->restore_retries++;
+			wc_shared->restore_retry_at =
+				TimestampTzPlusMilliseconds(finished, WC_DB_RETRY_S * 1000);
+			wc_shared->restore_retry_mode = wc_shared->restore_mode;
+		}
 	}
 	else
 	{
@@ -924,6 +1051,10 @@ end_restore(RestoreLeader *leader, bool workers_may_run)
 		end_workers_now(leader);
 	}
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_waiting_db = InvalidOid;
+	wc_shared->restore_waiting_since = 0;
+	LWLockRelease(wc_shared->lock);
 	if (leader->published)
 		report_end(leader);		/* clears abort_requested */
 	else
@@ -969,6 +1100,7 @@ lead_workers(RestoreLeader *leader)
 		leader_check_stop(leader);
 		reap_workers(leader);
 		launch_workers(leader);
+		publish_waiting(leader);
 		check_patience(leader);
 		pg_atomic_write_u32(&wc_shared->db_command_pending,
 							pause_for_commands(leader) ? 1 : 0);
