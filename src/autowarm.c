@@ -201,6 +201,20 @@ auto_dump(bool shutdown)
 		if (wc_check_file(WC_DUMP_FILE, &hdr, &problem) == WC_FILE_OK)
 			min_blocks = (int64) hdr.nblocks;
 	}
+
+	/*
+	 * A promoted server whose load of the followed set did not complete
+	 * keeps that file, the fuller set, to load it at the next start: a dump
+	 * of fewer blocks does not replace the saved file meanwhile.
+	 */
+	if (!RecoveryInProgress() && access(WC_FOLLOWED_FILE, F_OK) == 0)
+	{
+		WarmFileHeader hdr;
+		char	   *problem;
+
+		if (wc_check_file(WC_FOLLOWED_FILE, &hdr, &problem) == WC_FILE_OK)
+			min_blocks = Max(min_blocks, (int64) hdr.nblocks);
+	}
 	PG_TRY();
 	{
 		n = wc_dump(shutdown, min_blocks);
@@ -292,6 +306,9 @@ follow_pass(void)
 static bool
 load_at_promotion(void)
 {
+	bool		complete;
+	bool		asked;
+
 	if (wc_follow_primary == WC_FOLLOW_OFF || access(WC_FOLLOWED_FILE, F_OK) != 0)
 		return true;
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -302,7 +319,26 @@ load_at_promotion(void)
 	ereport(LOG,
 			(errmsg("pg_warmcache: promoted: loading the primary's hot set into shared buffers")));
 	wc_lead_restore(WC_MODE_BUFFER, WC_SOURCE_PROMOTION);
-	(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
+
+	/*
+	 * The followed set is this server's only copy of the primary's hot set
+	 * until it is loaded: a load that a shutdown, a termination of this
+	 * worker or an error cut short leaves the file, for the next start of
+	 * the worker or the server.  Only an abort or a cancel asked for drops
+	 * it.
+	 */
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	complete = !wc_shared->restore_incomplete;
+	asked = strcmp(wc_shared->incomplete_reason, "aborted") == 0 ||
+		strcmp(wc_shared->incomplete_reason, "cancelled") == 0;
+	LWLockRelease(wc_shared->lock);
+	if (complete || asked)
+		(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
+	else
+		ereport(LOG,
+				(errmsg("the primary's hot set is kept in \"%s\": its load at promotion did not complete",
+						WC_FOLLOWED_FILE),
+				 errdetail("It is loaded again when the autowarm worker or the server starts next.")));
 	return true;
 }
 
@@ -351,7 +387,12 @@ pg_warmcache_main(Datum arg)
 	(void) unlink(WC_FOLLOWED_PART_FILE);
 	(void) unlink(WC_PUBLISHED_TMP_FILE);
 
-	in_recovery = RecoveryInProgress();
+	/*
+	 * A load at promotion that did not complete left the followed file: it
+	 * is done again, as if the promotion came now.
+	 */
+	in_recovery = RecoveryInProgress() ||
+		(wc_follow_primary != WC_FOLLOW_OFF && access(WC_FOLLOWED_FILE, F_OK) == 0);
 	last_dump = GetCurrentTimestamp();
 	while (!ShutdownRequestPending)
 	{

@@ -785,7 +785,7 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
 	}
 	wc_shared->restore_mode = mode;
-	if (source == WC_SOURCE_SAVED)
+	if (source != WC_SOURCE_FOLLOWED)
 	{
 		wc_shared->restore_incomplete = false;
 		wc_shared->incomplete_reason[0] = '\0';
@@ -871,16 +871,20 @@ report_end(RestoreLeader *leader)
 	wc_shared->restore_finished_at = finished;
 
 	/*
-	 * Only the saved file's restore decides whether automatic dumps may
-	 * replace it; the followed set is the primary's, fetched again anyway.
+	 * The saved file's restore and the load at promotion decide whether
+	 * automatic dumps may replace the saved file (and the load whether the
+	 * followed file is kept: autowarm.c); a pass over the followed set, the
+	 * primary's, fetched again anyway, does not.
 	 */
-	if (source == WC_SOURCE_SAVED)
+	if (source != WC_SOURCE_FOLLOWED)
 	{
 		wc_shared->restore_incomplete = incomplete;
 		if (incomplete)
 			strlcpy(wc_shared->incomplete_reason, leader->reason,
 					sizeof(wc_shared->incomplete_reason));
-
+	}
+	if (source == WC_SOURCE_SAVED)
+	{
 		/* Come back to what a command kept out, a few times. */
 		wc_shared->restore_retry_at = 0;
 		if (!any_wanted_out(leader))
