@@ -27,7 +27,8 @@ typedef enum PublishOutcome
 	WC_PUBLISH_DONE,
 	WC_PUBLISH_LOCKED,
 	WC_PUBLISH_REFUSED,
-	WC_PUBLISH_WRITABLE			/* a role that is no superuser could write it */
+	WC_PUBLISH_WRITABLE,		/* a role that is no superuser could write it */
+	WC_PUBLISH_FAILED			/* the worker ended without committing */
 } PublishOutcome;
 
 /*
@@ -39,6 +40,8 @@ typedef enum PublishOutcome
 typedef struct ChannelNotes
 {
 	PublishOutcome last_publish;	/* what the last publication found */
+	bool		publish_ended;	/* the publish worker got to an outcome */
+	bool		publish_handled;	/* and the dump needs no other try */
 	int64		refused_dumped_at;	/* TimestampTz: the dump time of the last
 									 * publication found unusable, or 0 */
 } ChannelNotes;

@@ -86,6 +86,7 @@ typedef struct WarmShared
 
 	/* the standby channel (channel.c), under the lock */
 	bool		publish_pending;	/* a dump waits to be published */
+	uint64		publish_seq;	/* dumps that set publish_pending */
 	FollowState follow_state;	/* on a standby: what the channel found */
 	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
 	bool		follow_pass_due;	/* a new followed file waits for its pass */

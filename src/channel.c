@@ -308,6 +308,11 @@ note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 							what),
 					 errdetail("A session holds a lock on it. Publication does not wait: it is tried again every few seconds, and dumps go on.")));
 			break;
+		case WC_PUBLISH_FAILED:
+			ereport(LOG,
+					(errmsg("could not publish the hot set: the publish worker ended without committing"),
+					 errdetail("The dump stays pending and is published at the next look, every 5 s; the worker's error is logged above.")));
+			break;
 		case WC_PUBLISH_WRITABLE:
 			ereport(LOG,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -432,10 +437,12 @@ channel_database(bool *exists, bool *locked)
 void
 wc_publish(void)
 {
+	ChannelNotes *notes = channel_notes();
 	bool		now;
 	bool		pending;
 	bool		exists;
 	bool		locked;
+	uint64		seq;
 
 	/*
 	 * Without a standby now, the dump waits for one to connect; at
@@ -445,24 +452,47 @@ wc_publish(void)
 		standby_streaming();
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	pending = wc_shared->publish_pending && now;
-	if (pending || !XLogStandbyInfoActive())
+	if (!XLogStandbyInfoActive())
 		wc_shared->publish_pending = false;
+	seq = wc_shared->publish_seq;
 	LWLockRelease(wc_shared->lock);
 	if (!pending)
 		return;
-	if (OidIsValid(channel_database(&exists, &locked)) &&
-		run_channel_worker(WC_CHANNEL_PUBLISH))
-		return;
-	if (locked)
-		note_publish_outcome(channel_notes(), WC_PUBLISH_LOCKED,
-							 "catalog pg_database");
-	if (exists || locked)
+
+	/*
+	 * The dump stays pending until a publish worker committed it, or found
+	 * nothing to publish it in: one that fails (a lock_timeout on rows a
+	 * session holds locked) leaves it for the next look, 5 s later.  A dump
+	 * made meanwhile is pending in its own right.
+	 */
+	if (OidIsValid(channel_database(&exists, &locked)))
 	{
-		/* Wanted by a command, locked, or no worker slot: at the next look. */
+		notes->publish_ended = notes->publish_handled = false;
+		if (run_channel_worker(WC_CHANNEL_PUBLISH))
+		{
+			if (!notes->publish_ended)
+				note_publish_outcome(notes, WC_PUBLISH_FAILED, NULL);
+			if (notes->publish_handled)
+			{
+				LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+				if (wc_shared->publish_seq == seq)
+					wc_shared->publish_pending = false;
+				LWLockRelease(wc_shared->lock);
+			}
+			return;
+		}
+	}
+	if (locked)
+		note_publish_outcome(notes, WC_PUBLISH_LOCKED, "catalog pg_database");
+	if (!exists && !locked)
+	{
+		/* No database postgres: nowhere to publish. */
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->publish_pending = true;
+		if (wc_shared->publish_seq == seq)
+			wc_shared->publish_pending = false;
 		LWLockRelease(wc_shared->lock);
 	}
+	/* Else wanted by a command, locked, or no worker slot: at the next look. */
 }
 
 /*
@@ -1611,39 +1641,33 @@ distrust_publication(ChannelTable *ct, ChannelNotes *notes)
 	systable_endscan_ordered(scan);
 }
 
-/* The dump is published at the autowarm worker's next look. */
-static void
-set_publish_pending(void)
-{
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->publish_pending = true;
-	LWLockRelease(wc_shared->lock);
-}
-
 /* The publish worker: on a lock, the dump waits for the next look. */
 static void
 publish_job(TableStatus status, ChannelTable *ct, const char *why,
 			ChannelNotes *notes, bool *copied)
 {
+	/* Nowhere to publish, or refused: the next dump tries again. */
 	switch (status)
 	{
 		case WC_TABLE_NONE:
+			notes->publish_ended = notes->publish_handled = true;
 			break;
 		case WC_TABLE_LOCKED:
-			set_publish_pending();
+			notes->publish_ended = true;
 			note_publish_outcome(notes, WC_PUBLISH_LOCKED, why);
 			break;
 		case WC_TABLE_REFUSED:
+			notes->publish_ended = notes->publish_handled = true;
 			note_publish_outcome(notes, WC_PUBLISH_REFUSED, why);
 			break;
 		case WC_TABLE_WRITABLE:
 			/* Published at the next look once only superusers can write. */
-			set_publish_pending();
+			notes->publish_ended = true;
 			note_publish_outcome(notes, WC_PUBLISH_WRITABLE, why);
 			break;
 		case WC_TABLE_OK:
+			/* Done once committed: pg_warmcache_channel_main(). */
 			*copied = publish_file(ct);
-			note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
 			break;
 	}
 }
@@ -1720,6 +1744,11 @@ pg_warmcache_channel_main(Datum arg)
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (job == WC_CHANNEL_PUBLISH && status == WC_TABLE_OK)
+	{
+		notes->publish_ended = notes->publish_handled = true;
+		note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
+	}
 
 	/* What is published now is the base of the next delta. */
 	if (copied)
