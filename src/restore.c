@@ -60,6 +60,7 @@
 #include "storage/pmsignal.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -170,6 +171,14 @@ typedef struct RestoreLeader
 static RestoreLeader the_leader;
 static RestoreLeader *leading = NULL;
 static bool leader_exit_registered = false;
+
+/*
+ * The handles of restore workers that did not stop when a restore ended
+ * (one that ignores SIGTERM, or is stopped): their slots are not used
+ * again until they are gone, since such a worker may still write into its
+ * slot.  In this process's memory, across restores.
+ */
+static BackgroundWorkerHandle *stale_handles[WC_MAX_RESTORE_WORKERS];
 
 /* What the leader finds of a database in pg_database. */
 typedef enum DbVerdict
@@ -409,6 +418,8 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 	Oid			db = wc_shared->slots[slotno].db;
+	MemoryContext old;
+	bool		registered;
 
 	wc_init_dynamic_worker(&worker, "pg_warmcache_restore_main",
 						   "pg_warmcache restore");
@@ -419,25 +430,92 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 		strcpy(worker.bgw_name, "pg_warmcache restore of shared catalogs");
 	worker.bgw_main_arg = Int32GetDatum(slotno);
 
-	/* The leader polls the handle; it does not wait for the start here. */
-	return RegisterDynamicBackgroundWorker(&worker, handle);
+	/*
+	 * The leader polls the handle; it does not wait for the start here.
+	 * The handle may outlive the restore (stale_handles): it is freed
+	 * explicitly, never with the autowarm worker's context.
+	 */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	registered = RegisterDynamicBackgroundWorker(&worker, handle);
+	MemoryContextSwitchTo(old);
+	return registered;
 }
 
 /*
- * Start the worker of stripe k of a share in a free slot.  Returns false if
+ * A slot no worker of this restore uses, and no worker left from an
+ * earlier one may still write into; -1 if there is none.
+ */
+static int
+free_slot(RestoreLeader *leader)
+{
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+	{
+		pid_t		pid;
+
+		if (leader->handles[i] != NULL)
+			continue;
+		if (stale_handles[i] == NULL)
+			return i;
+		if (GetBackgroundWorkerPid(stale_handles[i], &pid) != BGWH_STOPPED)
+			continue;
+		pfree(stale_handles[i]);
+		stale_handles[i] = NULL;
+		ereport(LOG,
+				(errmsg("the restore worker left in slot %d has ended: the slot is used again",
+						i)));
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * Keep the handles of workers still running as stale (their slots are not
+ * used again until they are gone), free the others: the restore ends
+ * without them.
+ */
+static void
+forget_workers(RestoreLeader *leader)
+{
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+	{
+		pid_t		pid = 0;
+
+		if (leader->handles[i] == NULL)
+			continue;
+		if (GetBackgroundWorkerPid(leader->handles[i], &pid) == BGWH_STOPPED)
+			pfree(leader->handles[i]);
+		else
+		{
+			ereport(WARNING,
+					(errmsg("restore worker with PID %d in slot %d did not stop when asked",
+							(int) pid, i),
+					 errdetail("The restore ends without it. Its slot is not used again until it is gone.")));
+			stale_handles[i] = leader->handles[i];
+		}
+		leader->handles[i] = NULL;
+	}
+	leader->running = 0;
+}
+
+/*
+ * Start the worker of stripe k of a share in slot i, free.  Returns false if
  * no worker could be registered.
  */
 static bool
-start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db)
+start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db,
+			 int i)
 {
 	DbShare    *share = &leader->shares[share_no];
 	Stripe	   *stripe = &share->stripes[k];
 	RestoreSlot *slot;
-	int			i;
 
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS && leader->handles[i] != NULL; i++)
-		;
-	Assert(i < WC_MAX_RESTORE_WORKERS);
+	Assert(i >= 0 && i < WC_MAX_RESTORE_WORKERS && leader->handles[i] == NULL);
+	elog(DEBUG1, "pg_warmcache: starting the restore worker of stripe %d of database %u in slot %d",
+		 k, share->db, i);
 	slot = &wc_shared->slots[i];
 	slot->db = share->db;
 	slot->connect_db = connect_db;
@@ -644,6 +722,7 @@ launch_workers(RestoreLeader *leader)
 	{
 		DbShare    *share = &leader->shares[s];
 		Oid			connect_db = InvalidOid;
+		int			slotno;
 		int			k;
 
 		for (k = 0; k < share->nstripes && !share->closed; k++)
@@ -658,7 +737,14 @@ launch_workers(RestoreLeader *leader)
 			if (!OidIsValid(connect_db) &&
 				!OidIsValid(connect_db = database_to_connect(leader, share)))
 				break;
-			if (!start_stripe(leader, s, k, connect_db))
+			if ((slotno = free_slot(leader)) < 0)
+			{
+				/* A worker left from an earlier restore holds it. */
+				if (leader->no_slot_since == 0)
+					leader->no_slot_since = GetCurrentTimestamp();
+				return;
+			}
+			if (!start_stripe(leader, s, k, connect_db, slotno))
 			{
 				if (leader->no_slot_since == 0)
 					leader->no_slot_since = GetCurrentTimestamp();
@@ -1036,7 +1122,7 @@ end_workers_now(RestoreLeader *leader)
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	leader->running = 0;
+	forget_workers(leader);
 }
 
 /*
@@ -1110,6 +1196,15 @@ lead_workers(RestoreLeader *leader)
 							pause_for_commands(leader) ? 1 : 0);
 		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
 			break;
+
+		/* Workers that ignore being terminated are not waited for. */
+		if (leader->stopped && leader->stopped_at != 0 &&
+			TimestampDifferenceExceeds(leader->stopped_at, GetCurrentTimestamp(),
+									   WC_STOP_GRACE_MS + WC_EXIT_WAIT_MS))
+		{
+			forget_workers(leader);
+			break;
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100, PG_WAIT_EXTENSION);
