@@ -35,6 +35,9 @@ fill_table($node, 't', 16);
 $node->restart;
 my $pid = wait_for_restore_worker($node, 'postgres');
 kill('STOP', $pid) or die "could not stop process $pid: $!";
+
+# Whatever happens, the process is not left stopped.
+END { kill('CONT', $pid) if $pid; }
 my $offset = -s $node->logfile;
 my $aborted_at = Time::HiRes::time();
 $node->safe_psql('postgres', 'SELECT warmcache_restore_abort()');
