@@ -16,8 +16,11 @@
  * up: one that is gone has its blocks skipped as gone; a template, or one
  * that does not allow connections, has them skipped as excluded (a worker
  * there would make CREATE DATABASE fail, or could not connect).  While a
- * database-level command wants the database, the leader waits.  A worker
- * that stepped out for such a command is started again where it stopped;
+ * database-level command wants the database, the leader waits, for
+ * WC_DB_WANTED_MAX_S at most: then the database is given up, the rest of
+ * the restore goes on, and the saved file is restored again later.  A
+ * worker that stepped out for such a command is started again where it
+ * stopped;
  * one that died before connecting is tried again; a launch that finds no
  * free worker slot is retried until WC_LAUNCH_PATIENCE_S passed without
  * one.
@@ -34,7 +37,9 @@
  * runs an exit callback that does the same.  Either way the workers are
  * terminated and waited for (a while), the restore is reported incomplete
  * with a reason, abort_requested is cleared and the restoring state ends,
- * so that the next restore starts clean.
+ * so that the next restore starts clean.  A worker that outlives that wait
+ * keeps its slot until it is gone (stale_handles): it may still write
+ * into it.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
