@@ -26,7 +26,9 @@ typedef enum PublishOutcome
 {
 	WC_PUBLISH_DONE,
 	WC_PUBLISH_LOCKED,
-	WC_PUBLISH_REFUSED
+	WC_PUBLISH_REFUSED,
+	WC_PUBLISH_WRITABLE,		/* a role that is no superuser could write it */
+	WC_PUBLISH_FAILED			/* the worker ended without committing */
 } PublishOutcome;
 
 /*
@@ -38,6 +40,8 @@ typedef enum PublishOutcome
 typedef struct ChannelNotes
 {
 	PublishOutcome last_publish;	/* what the last publication found */
+	bool		publish_ended;	/* the publish worker got to an outcome */
+	bool		publish_handled;	/* and the dump needs no other try */
 	int64		refused_dumped_at;	/* TimestampTz: the dump time of the last
 									 * publication found unusable, or 0 */
 } ChannelNotes;
@@ -60,6 +64,7 @@ typedef enum FollowState
 	WC_FOLLOW_UNUSABLE,			/* what it holds is not a usable file */
 	WC_FOLLOW_LOCKED,			/* it was locked: tried again at next look */
 	WC_FOLLOW_REFUSED,			/* it is not the table the extension made */
+	WC_FOLLOW_WRITABLE,			/* a role that is no superuser could write it */
 	WC_FOLLOW_FOLLOWING,
 	WC_FOLLOW_PROMOTED			/* the standby was promoted */
 } FollowState;

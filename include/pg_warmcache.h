@@ -76,9 +76,17 @@ typedef struct WarmShared
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
 	int64		restore_os_tier_total;	/* of total: the OS tier */
+	Oid			restore_waiting_db; /* a database the restore waits for, a
+									 * command wanting it, or InvalidOid */
+	TimestampTz restore_waiting_since;	/* since when */
+	TimestampTz restore_retry_at;	/* when the saved file is restored again,
+									 * for what a command kept out, or 0 */
+	WarmMode	restore_retry_mode;
+	int			restore_retries;	/* of that restore, so far */
 
 	/* the standby channel (channel.c), under the lock */
 	bool		publish_pending;	/* a dump waits to be published */
+	uint64		publish_seq;	/* dumps that set publish_pending */
 	FollowState follow_state;	/* on a standby: what the channel found */
 	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
 	bool		follow_pass_due;	/* a new followed file waits for its pass */

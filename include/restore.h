@@ -101,6 +101,15 @@ typedef struct RestoreSlot
 extern void wc_lead_restore(WarmMode mode, RestoreSource source);
 extern const char *wc_source_file(RestoreSource source);
 extern const char *wc_source_name(RestoreSource source);
+
+/*
+ * A database that a command keeps wanting is given up after this long, in
+ * seconds (restore.c), and the saved file is restored again WC_DB_RETRY_S
+ * after the restore ended, WC_DB_RETRIES times in a row at most.
+ */
+#define WC_DB_WANTED_MAX_S		10
+#define WC_DB_RETRY_S			30
+#define WC_DB_RETRIES			5
 extern Oid	wc_connectable_database(const char *name, bool *exists);
 
 /* restore_worker.c: the entry point of a restore worker */

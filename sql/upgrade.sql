@@ -96,6 +96,26 @@ SELECT p.oid::regprocedure AS function,
  WHERE proname IN ('warmcache_is_warm', 'warmcache_wait_warm', 'warmcache_saved_tiers')
  ORDER BY 1::text;
 SELECT warmcache_is_warm(0) AS answers;
+-- 1.3 to 1.4: warmcache_status() says which database a restore waits for.
+-- The 1.3 function works with this library until then; its privileges
+-- survive the update.
+SELECT array_length(proallargtypes, 1) AS columns
+  FROM pg_proc WHERE proname = 'warmcache_status';
+SELECT state IN ('idle', 'restoring', 'dumping') AS state_known FROM warmcache_status();
+CREATE ROLE regress_wc_reader;
+GRANT EXECUTE ON FUNCTION warmcache_status() TO regress_wc_reader;
+ALTER EXTENSION pg_warmcache UPDATE TO '1.4';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+SELECT array_length(proallargtypes, 1) AS columns
+  FROM pg_proc WHERE proname = 'warmcache_status';
+SELECT restore_waiting_for_database IS NULL AS not_waiting FROM warmcache_status();
+SELECT has_function_privilege('regress_wc_reader', 'warmcache_status()', 'EXECUTE') AS reader_may,
+       has_function_privilege('pg_monitor', 'warmcache_status()', 'EXECUTE') AS monitor_may;
 -- Updating a current extension is a no-op.
 ALTER EXTENSION pg_warmcache UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+-- The grant is among the extension's initial privileges: it goes with it.
+DROP EXTENSION pg_warmcache;
+DROP ROLE regress_wc_reader;
+CREATE EXTENSION pg_warmcache;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';

@@ -201,6 +201,20 @@ auto_dump(bool shutdown)
 		if (wc_check_file(WC_DUMP_FILE, &hdr, &problem) == WC_FILE_OK)
 			min_blocks = (int64) hdr.nblocks;
 	}
+
+	/*
+	 * A promoted server whose load of the followed set did not complete
+	 * keeps that file, the fuller set, to load it at the next start: a dump
+	 * of fewer blocks does not replace the saved file meanwhile.
+	 */
+	if (!RecoveryInProgress() && access(WC_FOLLOWED_FILE, F_OK) == 0)
+	{
+		WarmFileHeader hdr;
+		char	   *problem;
+
+		if (wc_check_file(WC_FOLLOWED_FILE, &hdr, &problem) == WC_FILE_OK)
+			min_blocks = Max(min_blocks, (int64) hdr.nblocks);
+	}
 	PG_TRY();
 	{
 		n = wc_dump(shutdown, min_blocks);
@@ -245,6 +259,30 @@ auto_dump(bool shutdown)
 }
 
 /*
+ * The time has come to restore the saved file again, for a database a
+ * command kept out of the last restore (restore.c): ask for it, unless a
+ * restore was asked for already.
+ */
+static void
+retry_restore(void)
+{
+	bool		asked;
+
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_retry_at = 0;
+	asked = !wc_shared->restore_requested;
+	if (asked)
+	{
+		wc_shared->restore_requested = true;
+		wc_shared->request_mode = wc_shared->restore_retry_mode;
+	}
+	LWLockRelease(wc_shared->lock);
+	if (asked)
+		ereport(LOG,
+				(errmsg("restoring the saved file again for what a database-level command kept out of the last restore")));
+}
+
+/*
  * A pass over the followed set, on a standby, in the mode follow_primary
  * says: read, which leaves the blocks in the OS page cache, or buffer.
  * Returns false if a dump runs: the caller comes back.
@@ -268,6 +306,9 @@ follow_pass(void)
 static bool
 load_at_promotion(void)
 {
+	bool		complete;
+	bool		asked;
+
 	if (wc_follow_primary == WC_FOLLOW_OFF || access(WC_FOLLOWED_FILE, F_OK) != 0)
 		return true;
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
@@ -278,7 +319,26 @@ load_at_promotion(void)
 	ereport(LOG,
 			(errmsg("pg_warmcache: promoted: loading the primary's hot set into shared buffers")));
 	wc_lead_restore(WC_MODE_BUFFER, WC_SOURCE_PROMOTION);
-	(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
+
+	/*
+	 * The followed set is this server's only copy of the primary's hot set
+	 * until it is loaded: a load that a shutdown, a termination of this
+	 * worker or an error cut short leaves the file, for the next start of
+	 * the worker or the server.  Only an abort or a cancel asked for drops
+	 * it.
+	 */
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	complete = !wc_shared->restore_incomplete;
+	asked = strcmp(wc_shared->incomplete_reason, "aborted") == 0 ||
+		strcmp(wc_shared->incomplete_reason, "cancelled") == 0;
+	LWLockRelease(wc_shared->lock);
+	if (complete || asked)
+		(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
+	else
+		ereport(LOG,
+				(errmsg("the primary's hot set is kept in \"%s\": its load at promotion did not complete",
+						WC_FOLLOWED_FILE),
+				 errdetail("It is loaded again when the autowarm worker or the server starts next.")));
 	return true;
 }
 
@@ -327,7 +387,12 @@ pg_warmcache_main(Datum arg)
 	(void) unlink(WC_FOLLOWED_PART_FILE);
 	(void) unlink(WC_PUBLISHED_TMP_FILE);
 
-	in_recovery = RecoveryInProgress();
+	/*
+	 * A load at promotion that did not complete left the followed file: it
+	 * is done again, as if the promotion came now.
+	 */
+	in_recovery = RecoveryInProgress() ||
+		(wc_follow_primary != WC_FOLLOW_OFF && access(WC_FOLLOWED_FILE, F_OK) == 0);
 	last_dump = GetCurrentTimestamp();
 	while (!ShutdownRequestPending)
 	{
@@ -341,6 +406,10 @@ pg_warmcache_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+
+		if (wc_shared->restore_retry_at != 0 &&
+			GetCurrentTimestamp() >= wc_shared->restore_retry_at)
+			retry_restore();
 
 		if (wc_shared->restore_requested)
 		{
@@ -406,6 +475,14 @@ pg_warmcache_main(Datum arg)
 		}
 		if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF)
 			timeout = Min(timeout, WC_PROMOTION_POLL_MS);
+		if (wc_shared->restore_retry_at != 0)
+		{
+			long		left;
+
+			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+												   wc_shared->restore_retry_at);
+			timeout = Min(timeout, Max(left, 1));
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);

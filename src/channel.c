@@ -30,7 +30,10 @@
  * catalogs (the extension's member in pg_depend, owned by a superuser,
  * without triggers, rules or row security, with the columns and primary
  * key the extension made) and reads and writes it by heap and index
- * access, which call no function a user could define.
+ * access, which call no function a user could define.  What standbys
+ * follow is decided by superusers alone: a table that any other role could
+ * write (a grant on it or on a column, pg_write_all_data) is refused, on
+ * the primary and on every standby, as long as that lasts.
  *
  * Nothing here waits for a lock: the table, its index, its TOAST table and
  * pg_database are locked only if that is free at once, and otherwise the
@@ -60,6 +63,8 @@
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_auth_members.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_depend.h"
@@ -78,6 +83,7 @@
 #include "storage/lmgr.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -123,7 +129,9 @@ typedef enum TableStatus
 	WC_TABLE_OK,
 	WC_TABLE_NONE,				/* no extension, or one older than 1.2 */
 	WC_TABLE_LOCKED,			/* *why names what is locked */
-	WC_TABLE_REFUSED			/* *why says what is wrong with it */
+	WC_TABLE_REFUSED,			/* *why says what is wrong with it */
+	WC_TABLE_WRITABLE			/* as made, but a role that is no superuser
+								 * could write it: *why names one */
 } TableStatus;
 
 /* The channel's table and its primary key, open and locked. */
@@ -169,6 +177,8 @@ wc_follow_state_name(FollowState state)
 			return "published table locked";
 		case WC_FOLLOW_REFUSED:
 			return "published table refused";
+		case WC_FOLLOW_WRITABLE:
+			return "published table writable by others";
 		case WC_FOLLOW_FOLLOWING:
 			return "following";
 		case WC_FOLLOW_PROMOTED:
@@ -231,6 +241,14 @@ set_follow_state(FollowState state, const char *problem, bool again)
 							problem ? problem : "its table"),
 					 errdetail("A session, or the replay of a lock taken on the primary, holds a lock on it. The standby does not wait: it tries again at each look, and its own dumps go on.")));
 			break;
+		case WC_FOLLOW_WRITABLE:
+			ereport(LOG,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("the primary's published hot set is not followed: %s",
+							problem ? problem : "unknown problem"),
+					 errdetail("Only what superusers alone can write is followed. What the table holds now is never followed, even once that is undone; the primary's next publication is."),
+					 errhint("Revoke the privilege, or the membership in pg_write_all_data or in the role named, on the primary.")));
+			break;
 		case WC_FOLLOW_REFUSED:
 			ereport(LOG,
 					(errmsg("pg_warmcache: the standby channel's table is not the one the extension made: %s",
@@ -289,6 +307,18 @@ note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 					(errmsg("pg_warmcache: cannot publish the hot set now: %s is locked",
 							what),
 					 errdetail("A session holds a lock on it. Publication does not wait: it is tried again every few seconds, and dumps go on.")));
+			break;
+		case WC_PUBLISH_FAILED:
+			ereport(LOG,
+					(errmsg("could not publish the hot set: the publish worker ended without committing"),
+					 errdetail("The dump stays pending and is published at the next look, every 5 s; the worker's error is logged above.")));
+			break;
+		case WC_PUBLISH_WRITABLE:
+			ereport(LOG,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("the hot set is not published: %s", what),
+					 errdetail("Standbys follow only what superusers alone can write. The dump is published once that is undone."),
+					 errhint("Revoke the privilege, or the membership in pg_write_all_data or in the role named.")));
 			break;
 		case WC_PUBLISH_REFUSED:
 			ereport(LOG,
@@ -407,10 +437,12 @@ channel_database(bool *exists, bool *locked)
 void
 wc_publish(void)
 {
+	ChannelNotes *notes = channel_notes();
 	bool		now;
 	bool		pending;
 	bool		exists;
 	bool		locked;
+	uint64		seq;
 
 	/*
 	 * Without a standby now, the dump waits for one to connect; at
@@ -420,24 +452,47 @@ wc_publish(void)
 		standby_streaming();
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	pending = wc_shared->publish_pending && now;
-	if (pending || !XLogStandbyInfoActive())
+	if (!XLogStandbyInfoActive())
 		wc_shared->publish_pending = false;
+	seq = wc_shared->publish_seq;
 	LWLockRelease(wc_shared->lock);
 	if (!pending)
 		return;
-	if (OidIsValid(channel_database(&exists, &locked)) &&
-		run_channel_worker(WC_CHANNEL_PUBLISH))
-		return;
-	if (locked)
-		note_publish_outcome(channel_notes(), WC_PUBLISH_LOCKED,
-							 "catalog pg_database");
-	if (exists || locked)
+
+	/*
+	 * The dump stays pending until a publish worker committed it, or found
+	 * nothing to publish it in: one that fails (a lock_timeout on rows a
+	 * session holds locked) leaves it for the next look, 5 s later.  A dump
+	 * made meanwhile is pending in its own right.
+	 */
+	if (OidIsValid(channel_database(&exists, &locked)))
 	{
-		/* Wanted by a command, locked, or no worker slot: at the next look. */
+		notes->publish_ended = notes->publish_handled = false;
+		if (run_channel_worker(WC_CHANNEL_PUBLISH))
+		{
+			if (!notes->publish_ended)
+				note_publish_outcome(notes, WC_PUBLISH_FAILED, NULL);
+			if (notes->publish_handled)
+			{
+				LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+				if (wc_shared->publish_seq == seq)
+					wc_shared->publish_pending = false;
+				LWLockRelease(wc_shared->lock);
+			}
+			return;
+		}
+	}
+	if (locked)
+		note_publish_outcome(notes, WC_PUBLISH_LOCKED, "catalog pg_database");
+	if (!exists && !locked)
+	{
+		/* No database postgres: nowhere to publish. */
 		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->publish_pending = true;
+		if (wc_shared->publish_seq == seq)
+			wc_shared->publish_pending = false;
 		LWLockRelease(wc_shared->lock);
 	}
+	/* Else wanted by a command, locked, or no worker slot: at the next look. */
 }
 
 /*
@@ -604,6 +659,106 @@ table_is_ours(Relation rel, char **why)
 	return *why == NULL;
 }
 
+/* The privileges that change what the table holds. */
+#define WC_WRITE_PRIVILEGES \
+	(ACL_INSERT | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE)
+
+/*
+ * A role that is no superuser and is a direct member of roleid, or
+ * InvalidOid.  Any member, whatever its grant's options, may SET ROLE to
+ * roleid or reach it through a role between them.
+ */
+static Oid
+member_not_superuser(Oid roleid)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			found = InvalidOid;
+
+	rel = table_open(AuthMemRelationId, NoLock);
+	ScanKeyInit(&key, Anum_pg_auth_members_roleid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(roleid));
+	scan = systable_beginscan(rel, AuthMemRoleMemIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Oid			member = ((Form_pg_auth_members) GETSTRUCT(tuple))->member;
+
+		if (!superuser_arg(member))
+		{
+			found = member;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * Can a role that is not a superuser change what the open, locked table
+ * holds?  The table's owner is a superuser, but its ACL, its columns' ACLs
+ * and membership in pg_write_all_data can give others that right, and what
+ * they write is what standbys would follow.  Every role that is no
+ * superuser is asked of the server's own privilege checks, which count all
+ * of those and inheritance through other roles.  A role that has the right
+ * but cannot log in and has no member but superusers (pg_write_all_data
+ * itself, as installed) is no way in.  False, with *why, if it can; false
+ * with *locked if pg_authid or pg_auth_members was locked.
+ */
+static bool
+only_superusers_write(Relation rel, bool *locked, char **why)
+{
+	Oid			relid = RelationGetRelid(rel);
+	const char *name = quote_identifier(RelationGetRelationName(rel));
+	Relation	authid;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	*locked = false;
+	if (!lock_now(AuthIdRelationId, AccessShareLock, why) ||
+		!lock_now(AuthMemRelationId, AccessShareLock, why))
+	{
+		*locked = true;
+		return false;
+	}
+	authid = table_open(AuthIdRelationId, NoLock);
+	scan = systable_beginscan(authid, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_authid form = (Form_pg_authid) GETSTRUCT(tuple);
+		Oid			member;
+
+		CHECK_FOR_INTERRUPTS();
+		if (form->rolsuper)
+			continue;
+		if (pg_class_aclmask(relid, form->oid, WC_WRITE_PRIVILEGES,
+							 ACLMASK_ANY) == 0 &&
+			pg_attribute_aclcheck_all(relid, form->oid,
+									  ACL_INSERT | ACL_UPDATE,
+									  ACLMASK_ANY) != ACLCHECK_OK)
+			continue;
+		if (form->rolcanlogin)
+		{
+			*why = psprintf("table %s can be written by role \"%s\", which is not a superuser",
+							name, NameStr(form->rolname));
+			break;
+		}
+		member = member_not_superuser(form->oid);
+		if (OidIsValid(member))
+		{
+			*why = psprintf("table %s can be written by role \"%s\", which is not a superuser, as a member of role \"%s\"",
+							name, GetUserNameFromId(member, true),
+							NameStr(form->rolname));
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(authid, NoLock);
+	return *why == NULL;
+}
+
 /*
  * Is the open, locked index the table's primary key on chunk, a plain
  * B-tree with the built-in integer operators?
@@ -631,7 +786,8 @@ index_is_ours(Relation rel, Relation index, char **why)
 /*
  * Find the channel's table by catalog access alone, lock it and what
  * reading or writing it touches in mode without waiting, and check that it
- * is what the extension made.  On WC_TABLE_OK, *ct holds it open.
+ * is what the extension made and that only superusers can write it.  On
+ * WC_TABLE_OK and WC_TABLE_WRITABLE, *ct holds it open.
  */
 static TableStatus
 open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
@@ -640,6 +796,7 @@ open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
 	Oid			relid;
 	Oid			indexid;
 	List	   *indexes;
+	bool		locked;
 
 	*why = NULL;
 	ct->rel = ct->index = NULL;
@@ -678,6 +835,8 @@ open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
 		return WC_TABLE_REFUSED;
 	if (!lock_toast_now(ct->rel, mode, why))
 		return WC_TABLE_LOCKED;
+	if (!only_superusers_write(ct->rel, &locked, why))
+		return locked ? WC_TABLE_LOCKED : WC_TABLE_WRITABLE;
 	return WC_TABLE_OK;
 }
 
@@ -1455,27 +1614,60 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 }
 
+/*
+ * The table could be written by a role that is no superuser: what it holds
+ * now may be theirs, so it is never followed, even once that is undone,
+ * as if found unusable.  The primary's next publication replaces it.  The
+ * publication is told by its dump time, as fetch_file does.
+ */
+static void
+distrust_publication(ChannelTable *ct, ChannelNotes *notes)
+{
+	SysScanDesc scan;
+	HeapTuple	first;
+	int32		n;
+	TimestampTz dumped_at;
+	Datum		data;
+
+	if (notes == NULL)
+		return;
+	scan = systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
+									  0, NULL);
+	first = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (HeapTupleIsValid(first) &&
+		row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data) &&
+		dumped_at != wc_shared->followed_dumped_at)
+		notes->refused_dumped_at = dumped_at;
+	systable_endscan_ordered(scan);
+}
+
 /* The publish worker: on a lock, the dump waits for the next look. */
 static void
 publish_job(TableStatus status, ChannelTable *ct, const char *why,
 			ChannelNotes *notes, bool *copied)
 {
+	/* Nowhere to publish, or refused: the next dump tries again. */
 	switch (status)
 	{
 		case WC_TABLE_NONE:
+			notes->publish_ended = notes->publish_handled = true;
 			break;
 		case WC_TABLE_LOCKED:
-			LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-			wc_shared->publish_pending = true;
-			LWLockRelease(wc_shared->lock);
+			notes->publish_ended = true;
 			note_publish_outcome(notes, WC_PUBLISH_LOCKED, why);
 			break;
 		case WC_TABLE_REFUSED:
+			notes->publish_ended = notes->publish_handled = true;
 			note_publish_outcome(notes, WC_PUBLISH_REFUSED, why);
 			break;
+		case WC_TABLE_WRITABLE:
+			/* Published at the next look once only superusers can write. */
+			notes->publish_ended = true;
+			note_publish_outcome(notes, WC_PUBLISH_WRITABLE, why);
+			break;
 		case WC_TABLE_OK:
+			/* Done once committed: pg_warmcache_channel_main(). */
 			*copied = publish_file(ct);
-			note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
 			break;
 	}
 }
@@ -1494,6 +1686,10 @@ fetch_job(TableStatus status, ChannelTable *ct, const char *why,
 			break;
 		case WC_TABLE_REFUSED:
 			set_follow_state(WC_FOLLOW_REFUSED, why, false);
+			break;
+		case WC_TABLE_WRITABLE:
+			distrust_publication(ct, notes);
+			set_follow_state(WC_FOLLOW_WRITABLE, why, false);
 			break;
 		case WC_TABLE_OK:
 			fetch_file(ct, notes);
@@ -1548,6 +1744,11 @@ pg_warmcache_channel_main(Datum arg)
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (job == WC_CHANNEL_PUBLISH && status == WC_TABLE_OK)
+	{
+		notes->publish_ended = notes->publish_handled = true;
+		note_publish_outcome(notes, WC_PUBLISH_DONE, NULL);
+	}
 
 	/* What is published now is the base of the next delta. */
 	if (copied)

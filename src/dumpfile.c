@@ -496,6 +496,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 	wc_shared->last_dump_blocks = (int64) job.out.nblocks;
 	wc_shared->last_dump_seconds = secs + usecs / 1000000.0;
 	wc_shared->publish_pending = true;	/* for standbys: channel.c */
+	wc_shared->publish_seq++;
 	latch = wc_shared->worker_latch;
 	LWLockRelease(wc_shared->lock);
 	if (latch && latch != MyLatch)

@@ -525,7 +525,7 @@ ts_or_null(TimestampTz t, bool *isnull)
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 30
+#define STATUS_COLS 31
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
@@ -658,6 +658,10 @@ warmcache_status(PG_FUNCTION_ARGS)
 	nulls[i++] = s.followed_dumped_at == 0;
 	values[i] = Int64GetDatum(s.followed_os_tier_warm);
 	nulls[i++] = s.followed_dumped_at == 0;
+
+	/* 1.4: the database a restore waits for, a command wanting it */
+	values[i] = ObjectIdGetDatum(s.restore_waiting_db);
+	nulls[i++] = s.state != WC_STATE_RESTORING || !OidIsValid(s.restore_waiting_db);
 	Assert(i == STATUS_COLS);
 	Assert(tupdesc->natts <= STATUS_COLS);
 

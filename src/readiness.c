@@ -52,6 +52,7 @@
 #include "dumpfile.h"
 #include "pg_warmcache.h"
 #include "readiness.h"
+#include "restore.h"
 
 PG_FUNCTION_INFO_V1(warmcache_is_warm);
 PG_FUNCTION_INFO_V1(warmcache_wait_warm);
@@ -132,6 +133,7 @@ readiness(void)
 	int64		total;
 	bool		pass_done;
 	double		followed_fraction;
+	TimestampTz retry_at;
 	bool		in_recovery = RecoveryInProgress();
 	bool		restoring;
 	bool		counting;
@@ -147,6 +149,7 @@ readiness(void)
 	total = wc_shared->restore_blocks_total;
 	pass_done = wc_shared->followed_pass_done;
 	followed_fraction = wc_shared->followed_fraction;
+	retry_at = wc_shared->restore_retry_at;
 	LWLockRelease(wc_shared->lock);
 
 	/*
@@ -213,16 +216,44 @@ readiness(void)
 		return r;
 	}
 
-	/* 4. The last restore of the saved file or load at promotion. */
+	/*
+	 * 4. The last restore of the saved file or load at promotion; not
+	 * settled while the saved file is to be restored again for a database
+	 * a command kept out.
+	 */
 	if (started_at != 0 && source != WC_SOURCE_FOLLOWED)
 	{
 		r.fraction = restore_fraction(total);
-		r.settled = !restoring;
+		r.settled = !restoring && retry_at == 0;
 		return r;
 	}
 
 	/* 5. Nothing to do. */
 	return r;
+}
+
+/*
+ * An answer short of min_fraction while the restore waits for a database
+ * that a command wants says so, to the caller only.
+ */
+static void
+note_waiting(double fraction, double min_fraction)
+{
+	Oid			db;
+	WarmState	state;
+
+	if (fraction >= min_fraction)
+		return;
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	db = wc_shared->restore_waiting_db;
+	state = wc_shared->state;
+	LWLockRelease(wc_shared->lock);
+	if (state != WC_STATE_RESTORING || !OidIsValid(db))
+		return;
+	ereport(NOTICE,
+			(errmsg("the restore is waiting for database %u, which a command wants", db),
+			 errdetail("The restore gives the database up after %d s at most and goes on with the rest.",
+					   WC_DB_WANTED_MAX_S)));
 }
 
 static double
@@ -246,9 +277,12 @@ Datum
 warmcache_is_warm(PG_FUNCTION_ARGS)
 {
 	double		min_fraction = get_min_fraction(fcinfo);
+	double		fraction;
 
 	wc_require_shared();
-	PG_RETURN_BOOL(readiness().fraction >= min_fraction);
+	fraction = readiness().fraction;
+	note_waiting(fraction, min_fraction);
+	PG_RETURN_BOOL(fraction >= min_fraction);
 }
 
 /*
@@ -289,5 +323,6 @@ warmcache_wait_warm(PG_FUNCTION_ARGS)
 						 Min(left, WC_READY_POLL_MS), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+	note_waiting(r.fraction, min_fraction);
 	PG_RETURN_FLOAT8(r.fraction);
 }

@@ -16,8 +16,11 @@
  * up: one that is gone has its blocks skipped as gone; a template, or one
  * that does not allow connections, has them skipped as excluded (a worker
  * there would make CREATE DATABASE fail, or could not connect).  While a
- * database-level command wants the database, the leader waits.  A worker
- * that stepped out for such a command is started again where it stopped;
+ * database-level command wants the database, the leader waits, for
+ * WC_DB_WANTED_MAX_S at most: then the database is given up, the rest of
+ * the restore goes on, and the saved file is restored again later.  A
+ * worker that stepped out for such a command is started again where it
+ * stopped;
  * one that died before connecting is tried again; a launch that finds no
  * free worker slot is retried until WC_LAUNCH_PATIENCE_S passed without
  * one.
@@ -34,7 +37,9 @@
  * runs an exit callback that does the same.  Either way the workers are
  * terminated and waited for (a while), the restore is reported incomplete
  * with a reason, abort_requested is cleared and the restoring state ends,
- * so that the next restore starts clean.
+ * so that the next restore starts clean.  A worker that outlives that wait
+ * keeps its slot until it is gone (stale_handles): it may still write
+ * into it.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -60,6 +65,7 @@
 #include "storage/pmsignal.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -83,6 +89,16 @@
  * holds its lock until commit) must not stop the restore for good.
  */
 #define WC_COMMAND_PAUSE_MAX_S	30
+
+/*
+ * WC_DB_WANTED_MAX_S (restore.h): twice the 5 s that DROP, RENAME, SET
+ * TABLESPACE and CREATE ... TEMPLATE wait for sessions to leave, so a
+ * command that runs through is waited for, while one left open in a
+ * transaction holds dumps, publications and readiness for no longer.  The
+ * restore of the saved file run again later (WC_DB_RETRY_S) finds what it
+ * restored already at the cost of a look-up, and reads what the command
+ * kept out.
+ */
 
 /* After an abort, workers get this long to stop by themselves, in ms. */
 #define WC_STOP_GRACE_MS		5000
@@ -123,6 +139,9 @@ typedef struct DbShare
 	int			nstripes;
 	Stripe		stripes[WC_MAX_STRIPES];
 	bool		closed;			/* every stripe ended, the rest accounted */
+	TimestampTz wanted_since;	/* a command wanted it, its workers to be
+								 * started, since; or 0 */
+	bool		wanted_out;		/* given up: a command kept wanting it */
 } DbShare;
 
 /* What the leader keeps track of while a restore runs. */
@@ -158,6 +177,14 @@ static RestoreLeader the_leader;
 static RestoreLeader *leading = NULL;
 static bool leader_exit_registered = false;
 
+/*
+ * The handles of restore workers that did not stop when a restore ended
+ * (one that ignores SIGTERM, or is stopped): their slots are not used
+ * again until they are gone, since such a worker may still write into its
+ * slot.  In this process's memory, across restores.
+ */
+static BackgroundWorkerHandle *stale_handles[WC_MAX_RESTORE_WORKERS];
+
 /* What the leader finds of a database in pg_database. */
 typedef enum DbVerdict
 {
@@ -167,6 +194,7 @@ typedef enum DbVerdict
 } DbVerdict;
 
 static void leader_check_stop(RestoreLeader *leader);
+static bool still_wanted(RestoreLeader *leader, DbShare *share);
 
 static void
 note_incomplete(RestoreLeader *leader, const char *reason)
@@ -358,7 +386,9 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	rest = share->blocks - Min(share->blocks, share->processed);
 	if (rest == 0)
 		return;
-	if (verdict == DB_GONE)
+	if (share->wanted_out)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED], rest);
+	else if (verdict == DB_GONE)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_GONE], rest);
 	else if (verdict == DB_EXCLUDED)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED], rest);
@@ -393,6 +423,8 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 	Oid			db = wc_shared->slots[slotno].db;
+	MemoryContext old;
+	bool		registered;
 
 	wc_init_dynamic_worker(&worker, "pg_warmcache_restore_main",
 						   "pg_warmcache restore");
@@ -403,25 +435,92 @@ launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 		strcpy(worker.bgw_name, "pg_warmcache restore of shared catalogs");
 	worker.bgw_main_arg = Int32GetDatum(slotno);
 
-	/* The leader polls the handle; it does not wait for the start here. */
-	return RegisterDynamicBackgroundWorker(&worker, handle);
+	/*
+	 * The leader polls the handle; it does not wait for the start here.
+	 * The handle may outlive the restore (stale_handles): it is freed
+	 * explicitly, never with the autowarm worker's context.
+	 */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	registered = RegisterDynamicBackgroundWorker(&worker, handle);
+	MemoryContextSwitchTo(old);
+	return registered;
 }
 
 /*
- * Start the worker of stripe k of a share in a free slot.  Returns false if
+ * A slot no worker of this restore uses, and no worker left from an
+ * earlier one may still write into; -1 if there is none.
+ */
+static int
+free_slot(RestoreLeader *leader)
+{
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+	{
+		pid_t		pid;
+
+		if (leader->handles[i] != NULL)
+			continue;
+		if (stale_handles[i] == NULL)
+			return i;
+		if (GetBackgroundWorkerPid(stale_handles[i], &pid) != BGWH_STOPPED)
+			continue;
+		pfree(stale_handles[i]);
+		stale_handles[i] = NULL;
+		ereport(LOG,
+				(errmsg("the restore worker left in slot %d has ended: the slot is used again",
+						i)));
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * Keep the handles of workers still running as stale (their slots are not
+ * used again until they are gone), free the others: the restore ends
+ * without them.
+ */
+static void
+forget_workers(RestoreLeader *leader)
+{
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+	{
+		pid_t		pid = 0;
+
+		if (leader->handles[i] == NULL)
+			continue;
+		if (GetBackgroundWorkerPid(leader->handles[i], &pid) == BGWH_STOPPED)
+			pfree(leader->handles[i]);
+		else
+		{
+			ereport(WARNING,
+					(errmsg("restore worker with PID %d in slot %d did not stop when asked",
+							(int) pid, i),
+					 errdetail("The restore ends without it. Its slot is not used again until it is gone.")));
+			stale_handles[i] = leader->handles[i];
+		}
+		leader->handles[i] = NULL;
+	}
+	leader->running = 0;
+}
+
+/*
+ * Start the worker of stripe k of a share in slot i, free.  Returns false if
  * no worker could be registered.
  */
 static bool
-start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db)
+start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db,
+			 int i)
 {
 	DbShare    *share = &leader->shares[share_no];
 	Stripe	   *stripe = &share->stripes[k];
 	RestoreSlot *slot;
-	int			i;
 
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS && leader->handles[i] != NULL; i++)
-		;
-	Assert(i < WC_MAX_RESTORE_WORKERS);
+	Assert(i >= 0 && i < WC_MAX_RESTORE_WORKERS && leader->handles[i] == NULL);
+	elog(DEBUG1, "pg_warmcache: starting the restore worker of stripe %d of database %u in slot %d",
+		 k, share->db, i);
 	slot = &wc_shared->slots[i];
 	slot->db = share->db;
 	slot->connect_db = connect_db;
@@ -472,6 +571,8 @@ reap_workers(RestoreLeader *leader)
 
 		if (slot->outcome == WC_OUTCOME_DONE)
 			stripe->state = STRIPE_DONE;
+		else if (slot->outcome == WC_OUTCOME_STEPPED_OUT && share->wanted_out)
+			stripe->state = STRIPE_GIVEN_UP;	/* its database was given up */
 		else if (slot->outcome == WC_OUTCOME_STEPPED_OUT)
 		{
 			stripe->state = STRIPE_STEPPED_OUT;
@@ -522,7 +623,98 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 		give_up_share(leader, share, verdict);
 		return InvalidOid;
 	}
-	return wc_database_wanted(share->db) ? InvalidOid : share->db;
+	return still_wanted(leader, share) ? InvalidOid : share->db;
+}
+
+/*
+ * Does a command want the database of a share whose workers wait to start?
+ * One that keeps wanting it for WC_DB_WANTED_MAX_S has the share given up.
+ */
+static bool
+still_wanted(RestoreLeader *leader, DbShare *share)
+{
+	TimestampTz now;
+
+	if (!wc_database_wanted(share->db))
+	{
+		share->wanted_since = 0;
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	if (share->wanted_since == 0)
+		share->wanted_since = now;
+	else if (TimestampDifferenceExceeds(share->wanted_since, now,
+										WC_DB_WANTED_MAX_S * 1000))
+	{
+		char		reason[64];
+
+		snprintf(reason, sizeof(reason),
+				 "database %u stayed wanted by a command", share->db);
+		note_incomplete(leader, reason);
+		ereport(LOG,
+				(errmsg("the %s gives database %u up: a command has wanted it for %d s",
+						wc_source_name(leader->source), share->db,
+						WC_DB_WANTED_MAX_S),
+				 errdetail("The rest of the restore goes on; the blocks of the database left are counted as skipped (locked)."),
+				 leader->source == WC_SOURCE_SAVED ?
+				 errhint("The saved file is restored again %d s after this restore ends.",
+						 WC_DB_RETRY_S) : 0));
+		share->wanted_out = true;
+		share->wanted_since = 0;
+		give_up_share(leader, share, DB_RESTORE);
+	}
+	return true;
+}
+
+/* Does a share have stripes whose workers wait to start? */
+static bool
+share_waits(const DbShare *share)
+{
+	int			k;
+
+	if (share->closed)
+		return false;
+	for (k = 0; k < share->nstripes; k++)
+		if (share->stripes[k].state == STRIPE_PENDING ||
+			share->stripes[k].state == STRIPE_STEPPED_OUT)
+			return true;
+	return false;
+}
+
+/*
+ * Say in shared memory which database the restore waits for, if any: the
+ * share a command has kept longest from starting its workers.  Gives up
+ * those it kept for WC_DB_WANTED_MAX_S, whether a worker slot is free or
+ * not (the other workers pause meanwhile).
+ */
+static void
+publish_waiting(RestoreLeader *leader)
+{
+	Oid			db = InvalidOid;
+	TimestampTz since = 0;
+	int			s;
+
+	for (s = 0; s < leader->nshares && !leader->stopped; s++)
+	{
+		DbShare    *share = &leader->shares[s];
+
+		/* Bounded whether or not a worker could start now. */
+		if (OidIsValid(share->db) && share_waits(share))
+			(void) still_wanted(leader, share);
+		if (!share->closed && share->wanted_since != 0 &&
+			(since == 0 || share->wanted_since < since))
+		{
+			db = share->db;
+			since = share->wanted_since;
+		}
+	}
+	if (db == wc_shared->restore_waiting_db &&
+		since == wc_shared->restore_waiting_since)
+		return;
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_waiting_db = db;
+	wc_shared->restore_waiting_since = since;
+	LWLockRelease(wc_shared->lock);
 }
 
 /*
@@ -537,6 +729,7 @@ launch_workers(RestoreLeader *leader)
 	{
 		DbShare    *share = &leader->shares[s];
 		Oid			connect_db = InvalidOid;
+		int			slotno;
 		int			k;
 
 		for (k = 0; k < share->nstripes && !share->closed; k++)
@@ -551,7 +744,14 @@ launch_workers(RestoreLeader *leader)
 			if (!OidIsValid(connect_db) &&
 				!OidIsValid(connect_db = database_to_connect(leader, share)))
 				break;
-			if (!start_stripe(leader, s, k, connect_db))
+			if ((slotno = free_slot(leader)) < 0)
+			{
+				/* A worker left from an earlier restore holds it. */
+				if (leader->no_slot_since == 0)
+					leader->no_slot_since = GetCurrentTimestamp();
+				return;
+			}
+			if (!start_stripe(leader, s, k, connect_db, slotno))
 			{
 				if (leader->no_slot_since == 0)
 					leader->no_slot_since = GetCurrentTimestamp();
@@ -598,13 +798,8 @@ command_wants_restore_database(RestoreLeader *leader)
 	for (s = 0; s < leader->nshares; s++)
 	{
 		DbShare    *share = &leader->shares[s];
-		bool		waiting = false;
-		int			k;
 
-		for (k = 0; k < share->nstripes; k++)
-			waiting |= (share->stripes[k].state == STRIPE_PENDING ||
-						share->stripes[k].state == STRIPE_STEPPED_OUT);
-		if (waiting && !share->closed && OidIsValid(share->db) &&
+		if (share_waits(share) && OidIsValid(share->db) &&
 			wc_database_wanted(share->db))
 			return true;
 	}
@@ -683,7 +878,7 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
 	}
 	wc_shared->restore_mode = mode;
-	if (source == WC_SOURCE_SAVED)
+	if (source != WC_SOURCE_FOLLOWED)
 	{
 		wc_shared->restore_incomplete = false;
 		wc_shared->incomplete_reason[0] = '\0';
@@ -717,6 +912,18 @@ publish_os_tier(RestoreLeader *leader)
 	if (leader->source != WC_SOURCE_SAVED)
 		wc_shared->followed_os_tier = (int64) leader->os_tier_blocks;
 	LWLockRelease(wc_shared->lock);
+}
+
+/* Was a share given up because a command kept wanting its database? */
+static bool
+any_wanted_out(const RestoreLeader *leader)
+{
+	int			s;
+
+	for (s = 0; s < leader->nshares; s++)
+		if (leader->shares[s].wanted_out)
+			return true;
+	return false;
 }
 
 /*
@@ -757,15 +964,32 @@ report_end(RestoreLeader *leader)
 	wc_shared->restore_finished_at = finished;
 
 	/*
-	 * Only the saved file's restore decides whether automatic dumps may
-	 * replace it; the followed set is the primary's, fetched again anyway.
+	 * The saved file's restore and the load at promotion decide whether
+	 * automatic dumps may replace the saved file (and the load whether the
+	 * followed file is kept: autowarm.c); a pass over the followed set, the
+	 * primary's, fetched again anyway, does not.
 	 */
-	if (source == WC_SOURCE_SAVED)
+	if (source != WC_SOURCE_FOLLOWED)
 	{
 		wc_shared->restore_incomplete = incomplete;
 		if (incomplete)
 			strlcpy(wc_shared->incomplete_reason, leader->reason,
 					sizeof(wc_shared->incomplete_reason));
+	}
+	if (source == WC_SOURCE_SAVED)
+	{
+		/* Come back to what a command kept out, a few times. */
+		wc_shared->restore_retry_at = 0;
+		if (!any_wanted_out(leader))
+			wc_shared->restore_retries = 0;
+		else if (!leader->stopped &&
+				 wc_shared->restore_retries < WC_DB_RETRIES)
+		{
+			wc_shared->restore_retries++;
+			wc_shared->restore_retry_at =
+				TimestampTzPlusMilliseconds(finished, WC_DB_RETRY_S * 1000);
+			wc_shared->restore_retry_mode = wc_shared->restore_mode;
+		}
 	}
 	else
 	{
@@ -905,7 +1129,7 @@ end_workers_now(RestoreLeader *leader)
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	leader->running = 0;
+	forget_workers(leader);
 }
 
 /*
@@ -924,6 +1148,10 @@ end_restore(RestoreLeader *leader, bool workers_may_run)
 		end_workers_now(leader);
 	}
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->restore_waiting_db = InvalidOid;
+	wc_shared->restore_waiting_since = 0;
+	LWLockRelease(wc_shared->lock);
 	if (leader->published)
 		report_end(leader);		/* clears abort_requested */
 	else
@@ -969,11 +1197,21 @@ lead_workers(RestoreLeader *leader)
 		leader_check_stop(leader);
 		reap_workers(leader);
 		launch_workers(leader);
+		publish_waiting(leader);
 		check_patience(leader);
 		pg_atomic_write_u32(&wc_shared->db_command_pending,
 							pause_for_commands(leader) ? 1 : 0);
 		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
 			break;
+
+		/* Workers that ignore being terminated are not waited for. */
+		if (leader->stopped && leader->stopped_at != 0 &&
+			TimestampDifferenceExceeds(leader->stopped_at, GetCurrentTimestamp(),
+									   WC_STOP_GRACE_MS + WC_EXIT_WAIT_MS))
+		{
+			forget_workers(leader);
+			break;
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100, PG_WAIT_EXTENSION);
