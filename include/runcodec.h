@@ -49,9 +49,13 @@ typedef struct RunWriter
 	RunCoder	coder;
 	bool		have;			/* cur holds a run not yet written */
 	WarmRun		cur;
+	WarmRun		last;			/* the run written last, if nruns > 0 */
 	uint64		nruns;
 	uint64		nblocks;
 	pg_crc32c	crc;
+	char	   *problem;		/* why a run in the dump file's encoding
+								 * would make it unusable: nothing more is
+								 * written (wc_writer_add()) */
 } RunWriter;
 
 /* A compact file's bytes, read through a buffer. */

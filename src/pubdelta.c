@@ -282,7 +282,9 @@ wc_delta_build(const char *old_path, const char *new_path, Size max_bytes)
 	wc_writer_flush(&rw);
 	wc_writer_flush(&aw);
 
-	if (part == WC_DIFF_END && (Size) removed.len + added.len <= max_bytes)
+	/* A writer's problem is the new file's: it is then published whole. */
+	if (part == WC_DIFF_END && (Size) removed.len + added.len <= max_bytes &&
+		rw.problem == NULL && aw.problem == NULL)
 	{
 		memset(&hdr, 0, sizeof(hdr));
 		hdr.magic = WC_DELTA_MAGIC;
@@ -447,7 +449,10 @@ wc_delta_apply(const char *base_path, const char *data, Size len,
 		else
 			stream_take(&added, added.cur.count, &next);
 		wc_writer_add(&w, &next);
-		if (w.nblocks > dh.result.nblocks || w.nruns > dh.result.nruns)
+		if (w.problem != NULL)
+			*problem = psprintf("the file it makes would not be usable: %s",
+								w.problem);
+		else if (w.nblocks > dh.result.nblocks || w.nruns > dh.result.nruns)
 			*problem = psprintf("the file it makes holds more than the %llu blocks in %llu runs it announces",
 								(unsigned long long) dh.result.nblocks,
 								(unsigned long long) dh.result.nruns);
@@ -460,6 +465,13 @@ wc_delta_apply(const char *base_path, const char *data, Size len,
 		return false;
 	}
 	wc_writer_finish(&w, dh.result.dumped_at, &got);
+	if (w.problem != NULL)
+	{
+		*problem = psprintf("the file it makes would not be usable: %s",
+							w.problem);
+		(void) unlink(out_path);
+		return false;
+	}
 	if (memcmp(&got, &dh.result, sizeof(got)) != 0)
 	{
 		*problem = psprintf("the file it makes is not the one it announces (%llu blocks in %llu runs, CRC %08X; announced %llu in %llu, %08X)",
