@@ -90,6 +90,7 @@ extern DecodeResult wc_decode_run(ByteSource *src, RunCoder *coder,
 								  WarmRun *run, bool *group_start,
 								  const char **problem);
 extern void wc_writer_begin_memory(RunWriter *w, StringInfo buf);
+extern void wc_writer_begin_counting(RunWriter *w);
 extern void wc_writer_add(RunWriter *w, const WarmRun *run);
 extern void wc_writer_flush(RunWriter *w);
 

@@ -376,6 +376,27 @@ wc_writer_finish(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
 {
 	FILE	   *fp = w->fp;
 
+	wc_writer_header(w, dumped_at, hdr);
+	w->fp = NULL;
+	if (fseeko(fp, 0, SEEK_SET) != 0 ||
+		fwrite(hdr, sizeof(*hdr), 1, fp) != 1 ||
+		FreeFile(fp) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", w->path)));
+}
+
+/*
+ * The header of the file of the runs given to w, which is flushed: what
+ * wc_writer_finish() writes, or, for a writer begun by
+ * wc_writer_begin_counting(), the header of the file it would make.  If
+ * w->problem is then set, the reader would refuse that file.
+ */
+void
+wc_writer_header(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
+{
+	pg_crc32c	crc;
+
 	wc_writer_flush(w);
 	memset(hdr, 0, sizeof(*hdr));
 	hdr->magic = WC_DUMP_MAGIC;
@@ -387,16 +408,10 @@ wc_writer_finish(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
 	hdr->nblocks = w->nblocks;
 	hdr->nruns = w->nruns;
 	hdr->flags = 0;
-	header_crc(hdr, &w->crc);
+	crc = w->crc;				/* the runs' CRC, if asked for again */
+	header_crc(hdr, &crc);
 	if (w->problem == NULL)
 		w->problem = wc_check_claims(hdr);
-	w->fp = NULL;
-	if (fseeko(fp, 0, SEEK_SET) != 0 ||
-		fwrite(hdr, sizeof(*hdr), 1, fp) != 1 ||
-		FreeFile(fp) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", w->path)));
 }
 
 /* Close a file begun by wc_writer_begin() without finishing it. */

@@ -321,6 +321,19 @@ wc_writer_begin_memory(RunWriter *w, StringInfo buf)
  * that fails would make the whole file unusable, so nothing more is
  * written and w->problem says why; the caller does not use the file.
  */
+/*
+ * Begin runs in the file's encoding that go nowhere: the writer merges,
+ * checks and counts them, and wc_writer_header() gives the header of the
+ * file they would make.
+ */
+void
+wc_writer_begin_counting(RunWriter *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->compact = true;
+	INIT_CRC32C(w->crc);
+}
+
 static void
 writer_emit(RunWriter *w, const WarmRun *run)
 {
@@ -341,7 +354,7 @@ writer_emit(RunWriter *w, const WarmRun *run)
 	}
 	if (w->mem != NULL)
 		appendBinaryStringInfo(w->mem, data, len);
-	else if (fwrite(data, len, 1, w->fp) != 1)
+	else if (w->fp != NULL && fwrite(data, len, 1, w->fp) != 1)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", w->path)));
