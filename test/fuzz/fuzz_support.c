@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "dumpfile.h"
 #include "fuzz_support.h"
 
@@ -137,7 +138,7 @@ initStringInfo(StringInfo str)
 }
 
 void
-appendBinaryStringInfo(StringInfo str, const void *data, int datalen)
+appendBinaryStringInfo(StringInfo str, WC_BINARY_DATA *data, int datalen)
 {
 	if ((Size) str->len + datalen + 1 > (Size) str->maxlen)
 	{
@@ -342,8 +343,7 @@ errfinish(const char *filename, int lineno, const char *funcname)
 }
 
 void
-ExceptionalCondition(const char *conditionName, const char *fileName,
-					 int lineNumber)
+ExceptionalCondition(WC_ASSERT_PARAMS)
 {
 	fuzz_fail("assertion \"%s\" failed at %s:%d", conditionName, fileName,
 			  lineNumber);
