@@ -36,8 +36,10 @@ typedef struct RunCoder
 
 /*
  * Where runs go, in file order: a dump file, the dump's scratch file of
- * fixed-size records, or (wc_writer_begin_memory()) bytes in memory.
- * Runs that touch are merged into one.
+ * fixed-size records, (wc_writer_begin_memory()) bytes in memory, or
+ * (wc_writer_begin_counting()) nowhere, only counted.  Runs that touch are
+ * merged into one; in the dump file's encoding each run written first
+ * passes the reader's checks.
  */
 typedef struct RunWriter
 {
