@@ -352,4 +352,20 @@ typedef struct WcBgworkerArray
 #define WC_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
+/*---- The fuzz harnesses' stand-ins (test/fuzz/fuzz_support.c) ----*/
+
+/*
+ * 16 made appendBinaryStringInfo()'s data const void * and dropped
+ * ExceptionalCondition()'s errorType.
+ */
+#if PG_VERSION_NUM >= 160000
+#define WC_BINARY_DATA const void
+#define WC_ASSERT_PARAMS const char *conditionName, const char *fileName, \
+	int lineNumber
+#else
+#define WC_BINARY_DATA const char
+#define WC_ASSERT_PARAMS const char *conditionName, const char *errorType, \
+	const char *fileName, int lineNumber
+#endif
+
 #endif							/* PG_WARMCACHE_COMPAT_H */

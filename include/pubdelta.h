@@ -46,7 +46,8 @@ extern bytea *wc_delta_build(const char *old_path, const char *new_path,
 							 Size max_bytes);
 extern bool wc_delta_header(const char *data, Size len, WarmDeltaHeader *hdr,
 							char **problem);
-extern bool wc_delta_apply(const char *base_path, const char *data, Size len,
+extern bool wc_delta_apply(const char *base_path, int n,
+						   const char *const *data, const Size *len, int first,
 						   const char *out_path, char **problem);
 
 #endif							/* PG_WARMCACHE_PUBDELTA_H */

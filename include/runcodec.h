@@ -36,8 +36,10 @@ typedef struct RunCoder
 
 /*
  * Where runs go, in file order: a dump file, the dump's scratch file of
- * fixed-size records, or (wc_writer_begin_memory()) bytes in memory.
- * Runs that touch are merged into one.
+ * fixed-size records, (wc_writer_begin_memory()) bytes in memory, or
+ * (wc_writer_begin_counting()) nowhere, only counted.  Runs that touch are
+ * merged into one; in the dump file's encoding each run written first
+ * passes the reader's checks.
  */
 typedef struct RunWriter
 {
@@ -49,9 +51,13 @@ typedef struct RunWriter
 	RunCoder	coder;
 	bool		have;			/* cur holds a run not yet written */
 	WarmRun		cur;
+	WarmRun		last;			/* the run written last, if nruns > 0 */
 	uint64		nruns;
 	uint64		nblocks;
 	pg_crc32c	crc;
+	char	   *problem;		/* why a run in the dump file's encoding
+								 * would make it unusable: nothing more is
+								 * written (wc_writer_add()) */
 } RunWriter;
 
 /* A compact file's bytes, read through a buffer. */
@@ -86,6 +92,7 @@ extern DecodeResult wc_decode_run(ByteSource *src, RunCoder *coder,
 								  WarmRun *run, bool *group_start,
 								  const char **problem);
 extern void wc_writer_begin_memory(RunWriter *w, StringInfo buf);
+extern void wc_writer_begin_counting(RunWriter *w);
 extern void wc_writer_add(RunWriter *w, const WarmRun *run);
 extern void wc_writer_flush(RunWriter *w);
 

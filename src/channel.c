@@ -98,10 +98,8 @@
 #include "pacer.h"
 #include "pg_warmcache.h"
 #include "pubdelta.h"
+#include "pubrow.h"
 #include "runcodec.h"
-
-/* The size of a row's piece of the file, and the most a delta takes. */
-#define WC_CHUNK_BYTES		(1024 * 1024)
 
 /*
  * The most deltas published after a full publication: a standby that
@@ -850,59 +848,6 @@ close_channel_table(ChannelTable *ct)
 		table_close(ct->rel, NoLock);
 }
 
-/* A size or a range of sizes in bytes, in words for a log line. */
-static char *
-size_words(uint64 min_size, uint64 max_size)
-{
-	if (min_size == max_size)
-		return psprintf("%llu bytes", (unsigned long long) max_size);
-	return psprintf("%llu to %llu bytes", (unsigned long long) min_size,
-					(unsigned long long) max_size);
-}
-
-/*
- * The size of a dump file whose header is hdr, if this server accepts it:
- * between *min_size and the size returned (exactly that up to version 2,
- * whose runs take 28 bytes each; 2 to WC_MAX_ENCODED_RUN bytes a run from
- * version 3 on).  Otherwise 0, with *problem.  The header's counts bound
- * everything that is read or written afterwards, so they are checked
- * first: a file may name at most wc_saved_blocks_limit() blocks, in as
- * many runs at most.
- */
-static uint64
-announced_size(const WarmFileHeader *hdr, uint64 *min_size, char **problem)
-{
-	uint64		limit = wc_saved_blocks_limit();
-	uint64		run_max = hdr->version < 3 ? sizeof(WarmRun) : WC_MAX_ENCODED_RUN;
-	uint64		run_min = hdr->version < 3 ? sizeof(WarmRun) : 2;
-
-	if (hdr->magic != WC_DUMP_MAGIC)
-	{
-		*problem = psprintf("not a pg_warmcache dump file (bad magic number %08X)",
-							hdr->magic);
-		return 0;
-	}
-	if (hdr->nruns > limit || hdr->nblocks > limit)
-	{
-		char	   *size;
-
-		if (hdr->nruns <= (PG_UINT64_MAX - sizeof(WarmFileHeader)) / run_max)
-			size = size_words(sizeof(WarmFileHeader) + hdr->nruns * run_min,
-							  sizeof(WarmFileHeader) + hdr->nruns * run_max);
-		else
-			size = "over 2^64 bytes";
-		*problem = psprintf("its header announces %llu blocks in %llu runs, a file of %s; this server accepts at most %llu blocks, a file of %s",
-							(unsigned long long) hdr->nblocks,
-							(unsigned long long) hdr->nruns, size,
-							(unsigned long long) limit,
-							size_words(sizeof(WarmFileHeader) + limit * run_min,
-									   sizeof(WarmFileHeader) + limit * run_max));
-		return 0;
-	}
-	*min_size = sizeof(WarmFileHeader) + hdr->nruns * run_min;
-	return sizeof(WarmFileHeader) + hdr->nruns * run_max;
-}
-
 /*
  * The fields of a row of the table; false if one is null, which no
  * publication writes.
@@ -1140,10 +1085,10 @@ publish_file(ChannelTable *ct)
 	if (read(fd, &hdr, sizeof(hdr)) != sizeof(hdr))
 		problem = psprintf("file is truncated: %lld bytes, shorter than its header",
 						   (long long) st.st_size);
-	else if ((size = announced_size(&hdr, &min_size, &problem)) != 0 &&
+	else if ((size = wc_announced_size(&hdr, &min_size, &problem)) != 0 &&
 			 ((uint64) st.st_size < min_size || (uint64) st.st_size > size))
 		problem = psprintf("it has %lld bytes, its header announces %s",
-						   (long long) st.st_size, size_words(min_size, size));
+						   (long long) st.st_size, wc_size_words(min_size, size));
 	if (problem != NULL)
 	{
 		/* A dump this server wrote never gets here. */
@@ -1234,13 +1179,10 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 			 char **problem)
 {
 	HeapTuple	tuple = first;
-	TimestampTz first_dumped_at = 0;
-	int32		expect = 0;
-	uint64		size = 0;
-	uint64		min_size = 0;
-	uint64		bytes = 0;
+	ChunkRows	cr;
 	int			fd;
 
+	memset(&cr, 0, sizeof(cr));
 	fd = OpenTransientFile(WC_FOLLOWED_TMP_FILE, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
@@ -1258,65 +1200,17 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 		CHECK_FOR_INTERRUPTS();
 		if (!row_fields(tuple, desc, &n, &dumped_at, &datum))
 		{
-			*problem = psprintf("a row after chunk %d has a null field", expect - 1);
+			*problem = psprintf("a row after chunk %d has a null field", cr.expect - 1);
 			break;
 		}
-		if (n != expect)
-		{
-			*problem = psprintf("chunk %d is missing", expect);
-			break;
-		}
-		if (n == 0)
-			first_dumped_at = dumped_at;
-		else if (dumped_at != first_dumped_at)
-		{
-			*problem = psprintf("chunk %d is from another dump than chunk 0", n);
-			break;
-		}
-		expect++;
 
 		/* The size once decompressed and brought in line, without reading it. */
 		len = toast_raw_datum_size(datum) - VARHDRSZ;
-		if (n == 0 && len < sizeof(WarmFileHeader))
-		{
-			*problem = psprintf("chunk 0 holds %llu bytes, less than a dump file's header",
-								(unsigned long long) len);
+		if (!wc_chunk_row_key(&cr, n, dumped_at, len, problem))
 			break;
-		}
-		if (n > 0 && bytes + len > size)
-		{
-			*problem = psprintf("the rows hold more than the %llu bytes the header announces",
-								(unsigned long long) size);
-			break;
-		}
-		if (len > WC_CHUNK_BYTES)
-		{
-			*problem = psprintf("chunk %d holds %llu bytes, more than %d", n,
-								(unsigned long long) len, WC_CHUNK_BYTES);
-			break;
-		}
-
 		data = DatumGetByteaPP(datum);
-		if (n == 0)
-		{
-			WarmFileHeader hdr;
-
-			memcpy(&hdr, VARDATA_ANY(data), sizeof(hdr));
-			size = announced_size(&hdr, &min_size, problem);
-			if (size == 0)
-				break;
-			if (hdr.dumped_at != dumped_at)
-			{
-				*problem = psprintf("the rows' dump time is not the file's");
-				break;
-			}
-			if (len > size)
-			{
-				*problem = psprintf("the rows hold more than the %llu bytes the header announces",
-									(unsigned long long) size);
-				break;
-			}
-		}
+		if (!wc_chunk_row_data(&cr, n, dumped_at, VARDATA_ANY(data), len, problem))
+			break;
 
 		errno = 0;
 		if (write(fd, VARDATA_ANY(data), len) != len)
@@ -1327,13 +1221,11 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 					(errcode_for_file_access(),
 					 errmsg("could not write file \"%s\": %m", WC_FOLLOWED_TMP_FILE)));
 		}
-		bytes += len;
 		if ((Pointer) data != DatumGetPointer(datum))
 			pfree(data);
 	}
-	if (*problem == NULL && (bytes < min_size || bytes > size))
-		*problem = psprintf("the rows hold %llu bytes, the header announces %s",
-							(unsigned long long) bytes, size_words(min_size, size));
+	if (*problem == NULL)
+		(void) wc_chunk_rows_end(&cr, problem);
 	if (pg_fsync(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -1359,66 +1251,39 @@ scan_chunks(ChannelTable *ct, bool deltas, int32 from)
 }
 
 /*
- * Apply the delta in the row tuple, the publication of dumped_at, to the
- * file at *cur, and make WC_FOLLOWED_TMP_FILE the result (*cur then names
- * it); false, with *problem, if it cannot be used.
+ * The delta in the row tuple, the publication of dumped_at, checked as a
+ * row (pubrow.c): a copy of its bytes, len of them, or NULL, with
+ * *problem, if it cannot be used.
  */
-static bool
-apply_delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
-				TimestampTz dumped_at, const char **cur, char **problem)
+static char *
+delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
+		  TimestampTz dumped_at, Size *len, char **problem)
 {
 	int32		n;
 	TimestampTz row_dumped_at;
 	Datum		datum;
-	uint64		len;
-	uint64		min_size;
 	bytea	   *data;
 	WarmDeltaHeader dh;
-	const char *out;
-	bool		ok;
+	char	   *copy = NULL;
 
 	if (!row_fields(tuple, desc, &n, &row_dumped_at, &datum))
 	{
 		*problem = psprintf("delta %d has a null field", -expect);
-		return false;
+		return NULL;
 	}
-	if (n != expect || row_dumped_at != dumped_at)
-	{
-		*problem = psprintf("delta %d is missing", -expect);
-		return false;
-	}
-	len = toast_raw_datum_size(datum) - VARHDRSZ;
-	if (len > WC_CHUNK_BYTES)
-	{
-		*problem = psprintf("delta %d holds %llu bytes, more than %d", -expect,
-							(unsigned long long) len, WC_CHUNK_BYTES);
-		return false;
-	}
+	*len = toast_raw_datum_size(datum) - VARHDRSZ;
+	if (!wc_delta_row_key(expect, n, row_dumped_at, dumped_at, *len, problem))
+		return NULL;
 	data = DatumGetByteaPP(datum);
-	ok = wc_delta_header(VARDATA_ANY(data), len, &dh, problem);
-	if (ok && announced_size(&dh.result, &min_size, problem) == 0)
-		ok = false;
-	if (ok && dh.result.dumped_at != row_dumped_at)
+	if (wc_delta_row_data(expect, VARDATA_ANY(data), *len, row_dumped_at, &dh,
+						  problem))
 	{
-		*problem = psprintf("delta %d is not of its row's dump", -expect);
-		ok = false;
+		copy = palloc(*len);
+		memcpy(copy, VARDATA_ANY(data), *len);
 	}
-	out = strcmp(*cur, WC_FOLLOWED_TMP_FILE) == 0 ?
-		WC_FOLLOWED_PART_FILE : WC_FOLLOWED_TMP_FILE;
-	if (ok)
-		ok = wc_delta_apply(*cur, VARDATA_ANY(data), len, out, problem);
 	if ((Pointer) data != DatumGetPointer(datum))
 		pfree(data);
-	if (!ok)
-		return false;
-	if (strcmp(out, WC_FOLLOWED_PART_FILE) == 0 &&
-		rename(WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not rename file \"%s\" to \"%s\": %m",
-						WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE)));
-	*cur = WC_FOLLOWED_TMP_FILE;
-	return true;
+	return copy;
 }
 
 /*
@@ -1443,6 +1308,8 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 	int			i;
 	const char *cur = WC_FOLLOWED_FILE;
 	WarmFileHeader hdr;
+	char	  **datas;
+	Size	   *lens;
 
 	Assert(ndeltas >= 0 && ndeltas <= WC_MAX_DELTAS);	/* fetch_file() */
 	*applied = 0;
@@ -1501,6 +1368,14 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 		from = 0;
 	}
 
+	/*
+	 * The deltas after it, applied in one pass (pubdelta.c): the file is
+	 * read once and the result written once, however many there are.
+	 */
+	if (from == ndeltas)
+		return true;
+	datas = palloc0(sizeof(char *) * (ndeltas - from));
+	lens = palloc0(sizeof(Size) * (ndeltas - from));
 	scan = scan_chunks(ct, true, -(from + 1));
 	for (i = from + 1; i <= ndeltas; i++)
 	{
@@ -1511,11 +1386,28 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 			*problem = psprintf("delta %d is missing", i);
 			break;
 		}
-		if (!apply_delta_row(tuple, desc, -i, times[i], &cur, problem))
+		datas[i - from - 1] = delta_row(tuple, desc, -i, times[i],
+										&lens[i - from - 1], problem);
+		if (datas[i - from - 1] == NULL)
 			break;
-		(*applied)++;
 	}
 	systable_endscan_ordered(scan);
+	if (*problem == NULL &&
+		wc_delta_apply(cur, ndeltas - from, (const char *const *) datas, lens,
+					   from + 1, WC_FOLLOWED_PART_FILE, problem))
+	{
+		if (rename(WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not rename file \"%s\" to \"%s\": %m",
+							WC_FOLLOWED_PART_FILE, WC_FOLLOWED_TMP_FILE)));
+		*applied = ndeltas - from;
+	}
+	for (i = 0; i < ndeltas - from; i++)
+		if (datas[i] != NULL)
+			pfree(datas[i]);
+	pfree(datas);
+	pfree(lens);
 	return *problem == NULL;
 }
 

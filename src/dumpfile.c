@@ -367,12 +367,35 @@ wc_writer_begin(RunWriter *w, const char *path)
 
 /*
  * Fill in the header of a file begun by wc_writer_begin(), write it over
- * the placeholder and close the file; the header goes to *hdr too.
+ * the placeholder and close the file; the header goes to *hdr too.  If
+ * w->problem is then set, the reader would refuse the file: the caller
+ * must not use it.
  */
 void
 wc_writer_finish(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
 {
 	FILE	   *fp = w->fp;
+
+	wc_writer_header(w, dumped_at, hdr);
+	w->fp = NULL;
+	if (fseeko(fp, 0, SEEK_SET) != 0 ||
+		fwrite(hdr, sizeof(*hdr), 1, fp) != 1 ||
+		FreeFile(fp) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", w->path)));
+}
+
+/*
+ * The header of the file of the runs given to w, which is flushed: what
+ * wc_writer_finish() writes, or, for a writer begun by
+ * wc_writer_begin_counting(), the header of the file it would make.  If
+ * w->problem is then set, the reader would refuse that file.
+ */
+void
+wc_writer_header(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
+{
+	pg_crc32c	crc;
 
 	wc_writer_flush(w);
 	memset(hdr, 0, sizeof(*hdr));
@@ -385,14 +408,10 @@ wc_writer_finish(RunWriter *w, TimestampTz dumped_at, WarmFileHeader *hdr)
 	hdr->nblocks = w->nblocks;
 	hdr->nruns = w->nruns;
 	hdr->flags = 0;
-	header_crc(hdr, &w->crc);
-	w->fp = NULL;
-	if (fseeko(fp, 0, SEEK_SET) != 0 ||
-		fwrite(hdr, sizeof(*hdr), 1, fp) != 1 ||
-		FreeFile(fp) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", w->path)));
+	crc = w->crc;				/* the runs' CRC, if asked for again */
+	header_crc(hdr, &crc);
+	if (w->problem == NULL)
+		w->problem = wc_check_claims(hdr);
 }
 
 /* Close a file begun by wc_writer_begin() without finishing it. */
@@ -436,6 +455,22 @@ discard_job_callback(int code, Datum arg)
 }
 
 /*
+ * The dump is given up, and the saved file kept, if the reader would refuse
+ * the new one: a writer never leaves a file that every reader, and every
+ * restart, then sets aside.
+ */
+static void
+refuse_if_unusable(const RunWriter *w)
+{
+	if (w->problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("the new dump file would not be usable: %s", w->problem),
+				 errdetail("The saved block list \"%s\" is unchanged.",
+						   WC_DUMP_FILE)));
+}
+
+/*
  * Dump the identities of the blocks in shared buffers to the dump file.
  * The shutdown dump includes unlogged relations' blocks (after a crash
  * they are reset anyway), and its walk of the OS page cache is bounded
@@ -471,6 +506,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 		else
 		{
 			write_runs(&job);
+			refuse_if_unusable(&job.out);
 			if ((int64) (job.out.nblocks + job.left_out) < min_blocks)
 				result = WC_DUMP_KEPT;
 		}
@@ -481,6 +517,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 			WarmFileHeader hdr;
 
 			wc_writer_finish(&job.out, start, &hdr);
+			refuse_if_unusable(&job.out);
 			/* fsync it, rename it over the old one, fsync the directory */
 			(void) durable_rename(WC_DUMP_TMP_FILE, WC_DUMP_FILE, ERROR);
 		}
@@ -544,8 +581,8 @@ rank_words(uint32 rank)
  * wc_saved_blocks_limit()), or more runs than blocks, is refused on its
  * header alone, whatever its size.  Returns the problem, or NULL.
  */
-static char *
-check_claims(const WarmFileHeader *hdr)
+char *
+wc_check_claims(const WarmFileHeader *hdr)
 {
 	uint64		limit = wc_saved_blocks_limit();
 
@@ -561,19 +598,23 @@ check_claims(const WarmFileHeader *hdr)
 }
 
 /*
- * Check run i of the file against itself and against prev, the run before
- * it (NULL for the first).  Returns the problem, or NULL.
+ * Check run i of a file of the given version against itself and against
+ * prev, the run before it (NULL for the first).  Returns the problem, or
+ * NULL.  The writer applies the same checks to each run it writes
+ * (runcodec.c), so that it never writes a file this would refuse.
  *
  * The file is sorted, so runs of one relation fork and rank follow one
  * another by start; each must begin at or after the end of the one before,
  * which, by induction, ends past every earlier one.  Ordering alone would
  * let them overlap, and overlapping runs make a restore read the same
  * blocks again and again: 300 runs over one table, each to its end, read
- * it 300 times.
+ * it 300 times.  From version 3 on they may not touch either: the writer
+ * merges runs that touch, so a file of such runs is not one it wrote, and
+ * every file accepted is the one its runs encode, byte for byte.
  */
-static char *
-check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
-		  uint32 version)
+char *
+wc_check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
+			 uint32 version)
 {
 	/* In 64 bits: start + count must not wrap around 2^32. */
 	uint64		end = (uint64) run->start + run->count;
@@ -593,6 +634,13 @@ check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
 	if (prev != NULL && same_fork(prev, run) &&
 		run->start < (uint64) prev->start + prev->count)
 		return psprintf("runs %llu and %llu overlap: both name block %u of relation %u/%u/%u fork %u in %s",
+						(unsigned long long) (i - 1),
+						(unsigned long long) i,
+						run->start, run->spc, run->db, run->relnumber,
+						run->fork, rank_words(run->rank));
+	if (version >= 3 && prev != NULL && same_fork(prev, run) &&
+		run->start == (uint64) prev->start + prev->count)
+		return psprintf("runs %llu and %llu touch at block %u of relation %u/%u/%u fork %u in %s, where the writer makes one run",
 						(unsigned long long) (i - 1),
 						(unsigned long long) i,
 						run->start, run->spc, run->db, run->relnumber,
@@ -628,7 +676,7 @@ check_fixed_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
 		if (fread(&run, sizeof(run), 1, fp) != 1)
 			return psprintf("could not read run %llu", (unsigned long long) i);
 		COMP_CRC32C(*crc, &run, sizeof(run));
-		if ((bad = check_run(i, &run, i > 0 ? &prev : NULL, hdr->version)) != NULL)
+		if ((bad = wc_check_run(i, &run, i > 0 ? &prev : NULL, hdr->version)) != NULL)
 			return bad;
 		*blocks += run.count;
 		prev = run;
@@ -690,7 +738,11 @@ check_compact_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
 			bad = psprintf("run %llu is malformed: %s",
 						   (unsigned long long) i, malformed);
 		else
-			bad = check_run(i, &run, i > 0 ? &prev : NULL, hdr->version);
+			bad = wc_check_run(i, &run, i > 0 ? &prev : NULL, hdr->version);
+		/* The encoder opens a group only for another key. */
+		if (bad == NULL && group_start && i > 0 && same_fork(&prev, &run))
+			bad = psprintf("run %llu opens a group for the relation fork and rank of the group before it",
+						   (unsigned long long) i);
 		if (bad != NULL)
 			break;
 		*blocks += run.count;
@@ -766,11 +818,13 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 	if (hdr->blcksz != BLCKSZ)
 		BAD("written with block size %u, this server uses %u",
 			hdr->blcksz, BLCKSZ);
+	if (hdr->flags != 0)
+		BAD("the header's flags are %08X, no version writes any", hdr->flags);
 	if (hdr->sysid != GetSystemIdentifier())
 		BAD("written by another database system (system identifier %llu, this one is %llu)",
 			(unsigned long long) hdr->sysid,
 			(unsigned long long) GetSystemIdentifier());
-	BAD_IF(check_claims(hdr));
+	BAD_IF(wc_check_claims(hdr));
 	INIT_CRC32C(crc);
 	BAD_IF(hdr->version < 3 ?
 		   check_fixed_runs(fp, st.st_size, hdr, &crc, &blocks) :

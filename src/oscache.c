@@ -129,15 +129,19 @@ typedef struct OsScan
  */
 static bool
 parse_relation_file(const char *name, RelFileNumber *relnumber,
-					ForkNumber *fork, BlockNumber *segno)
+					ForkNumber *fork, uint64 *segno)
 {
 	const char *p = name;
-	unsigned long num = 0;
+	uint64		num = 0;
 
 	if (!isdigit((unsigned char) *p))
 		return false;
 	while (isdigit((unsigned char) *p))
+	{
 		num = num * 10 + (*p++ - '0');
+		if (num > PG_UINT32_MAX)
+			return false;		/* no relation file number: a stray file */
+	}
 	*relnumber = (RelFileNumber) num;
 	*fork = MAIN_FORKNUM;
 	*segno = 0;
@@ -165,8 +169,12 @@ parse_relation_file(const char *name, RelFileNumber *relnumber,
 		if (!isdigit((unsigned char) *p))
 			return false;
 		while (isdigit((unsigned char) *p))
+		{
 			num = num * 10 + (*p++ - '0');
-		*segno = (BlockNumber) num;
+			if (num > PG_UINT32_MAX)
+				return false;
+		}
+		*segno = num;
 	}
 	return *p == '\0';
 }
@@ -299,7 +307,15 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 		CloseTransientFile(fd);
 		return;
 	}
-	nblocks = Min((BlockNumber) (st.st_size / BLCKSZ), (BlockNumber) RELSEG_SIZE);
+	/*
+	 * A segment holds at most RELSEG_SIZE blocks, and none past the largest
+	 * block number: a stray file, such as a large last segment, or a
+	 * segment number past the largest relation, names no block beyond it
+	 * (first_block + nblocks computed in 64 bits).
+	 */
+	nblocks = (BlockNumber) Min(Min((uint64) st.st_size / BLCKSZ,
+									(uint64) RELSEG_SIZE),
+								(uint64) MaxBlockNumber + 1 - first_block);
 	len = (Size) nblocks * BLCKSZ;
 
 	run.count = 0;
@@ -446,10 +462,16 @@ scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
 		WarmRun		key;
 		RelFileNumber relnumber;
 		ForkNumber	fork;
-		BlockNumber segno;
+		uint64		segno;
 
+		/*
+		 * The largest relation has (MaxBlockNumber + 1) / RELSEG_SIZE
+		 * segments, rounded up: a file numbered past them holds no block a
+		 * relation can have, and is left out.
+		 */
 		if (!parse_relation_file(de->d_name, &relnumber, &fork, &segno) ||
-			fork == INIT_FORKNUM)
+			fork == INIT_FORKNUM ||
+			segno * RELSEG_SIZE > (uint64) MaxBlockNumber)
 			continue;
 		if (!scan->include_unlogged && is_unlogged(dir, relnumber))
 			continue;
@@ -460,7 +482,7 @@ scan_directory(OsScan *scan, const char *dir, Oid db, Oid spc)
 		key.relnumber = relnumber;
 		key.fork = (uint32) fork;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		scan_segment(scan, path, &key, segno * RELSEG_SIZE);
+		scan_segment(scan, path, &key, (BlockNumber) (segno * RELSEG_SIZE));
 		yield_cpu(scan);
 	}
 	FreeDir(d);

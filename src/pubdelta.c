@@ -45,10 +45,16 @@
 #include "pubdelta.h"
 #include "runcodec.h"
 
-/* Runs, from a dump file or from a delta's bytes, one at a time. */
+struct DeltaStage;
+
+/*
+ * Runs, from a dump file, from the file a delta makes of its input, or
+ * from a delta's bytes, one at a time.
+ */
 typedef struct RunStream
 {
 	WarmFileReader *reader;		/* a file, or else */
+	struct DeltaStage *stage;	/* the runs a delta makes, or else */
 	ByteSource	src;			/* bytes in memory */
 	RunCoder	coder;
 	const char *what;			/* "removed" or "added", for problems */
@@ -59,6 +65,30 @@ typedef struct RunStream
 	WarmRun		cur;
 	WarmRun		last;
 } RunStream;
+
+/*
+ * A delta applied to the runs of its input as they are pulled, making the
+ * runs of the file it announces; its writer, which writes nothing but for
+ * the last delta of a chain, merges, checks and counts them as the dump's
+ * writer does, so that the file's header is known at the end without the
+ * file being written.
+ */
+typedef struct DeltaStage
+{
+	int			number;			/* of the delta, for problems */
+	WarmDeltaHeader dh;
+	RunStream  *input;
+	RunStream	removed;
+	RunStream	added;
+	RunWriter	w;
+	WarmRun		x;				/* the next run of input minus removed */
+	bool		have_x;
+	bool		x_ended;
+	bool		done;
+	char	  **problem;
+} DeltaStage;
+
+static bool stage_next(DeltaStage *st, WarmRun *out);
 
 /* What the merge of two streams found next. */
 typedef enum DiffPart
@@ -87,6 +117,13 @@ stream_init_file(RunStream *s, WarmFileReader *reader)
 }
 
 static void
+stream_init_stage(RunStream *s, DeltaStage *stage)
+{
+	memset(s, 0, sizeof(*s));
+	s->stage = stage;
+}
+
+static void
 stream_init_memory(RunStream *s, const char *bytes, uint64 len,
 				   const char *what, char **problem)
 {
@@ -112,9 +149,10 @@ stream_peek(RunStream *s)
 		return true;
 	if (s->ended)
 		return false;
-	if (s->reader != NULL)
+	if (s->reader != NULL || s->stage != NULL)
 	{
-		s->have = wc_reader_next(s->reader, &s->cur);
+		s->have = s->reader != NULL ? wc_reader_next(s->reader, &s->cur) :
+			stage_next(s->stage, &s->cur);
 		s->ended = !s->have;
 		return s->have;
 	}
@@ -282,7 +320,9 @@ wc_delta_build(const char *old_path, const char *new_path, Size max_bytes)
 	wc_writer_flush(&rw);
 	wc_writer_flush(&aw);
 
-	if (part == WC_DIFF_END && (Size) removed.len + added.len <= max_bytes)
+	/* A writer's problem is the new file's: it is then published whole. */
+	if (part == WC_DIFF_END && (Size) removed.len + added.len <= max_bytes &&
+		rw.problem == NULL && aw.problem == NULL)
 	{
 		memset(&hdr, 0, sizeof(hdr));
 		hdr.magic = WC_DELTA_MAGIC;
@@ -354,122 +394,236 @@ run_before(const WarmRun *a, const WarmRun *b)
 }
 
 /*
- * Make out_path from the dump file at base_path and the delta in data (len
- * bytes, its header checked by wc_delta_header()).  False, with *problem,
- * if the delta does not apply to that file or does not make the file it
- * announces; out_path is then removed.  The caller checks the announced
- * header's claims (its size) first: the file written never holds more
- * blocks or runs than it announces.
+ * The next run of the stage's input minus its removed runs, merged with its
+ * added runs, in file order, before the writer merges those that touch:
+ * false at the end or on a problem.
+ */
+static bool
+stage_merge_next(DeltaStage *st, WarmRun *next)
+{
+	char	  **problem = st->problem;
+	bool		have_d;
+
+	if (!st->have_x && !st->x_ended)
+	{
+		switch (diff_next(st->input, &st->removed, &st->x))
+		{
+			case WC_DIFF_ONLY_A:
+				st->have_x = true;
+				break;
+			case WC_DIFF_ONLY_B:
+				if (*problem == NULL)
+					*problem = psprintf("delta %d: it removes blocks the file does not hold",
+										st->number);
+				return false;
+			case WC_DIFF_END:
+				st->x_ended = true;
+				break;
+		}
+		if (*problem != NULL)
+			return false;
+	}
+	have_d = stream_peek(&st->added);
+	if (*problem != NULL || (!st->have_x && !have_d))
+		return false;
+	if (st->have_x && have_d && key_cmp(&st->x, &st->added.cur) == 0 &&
+		(uint64) st->x.start + st->x.count > st->added.cur.start &&
+		(uint64) st->added.cur.start + st->added.cur.count > st->x.start)
+	{
+		*problem = psprintf("delta %d: it adds blocks the file holds",
+							st->number);
+		return false;
+	}
+	if (st->have_x && (!have_d || run_before(&st->x, &st->added.cur)))
+	{
+		*next = st->x;
+		st->have_x = false;
+	}
+	else
+		stream_take(&st->added, st->added.cur.count, next);
+	return true;
+}
+
+/*
+ * The stage's input is spent: the file its runs make must be the one its
+ * delta announces, header and CRC.  The last stage's writer writes that
+ * file.
+ */
+static void
+stage_end(DeltaStage *st)
+{
+	WarmFileHeader got;
+
+	if (st->w.fp != NULL)
+		wc_writer_finish(&st->w, st->dh.result.dumped_at, &got);
+	else
+		wc_writer_header(&st->w, st->dh.result.dumped_at, &got);
+	if (*st->problem != NULL)
+		return;
+	if (st->w.problem != NULL)
+		*st->problem = psprintf("the file delta %d makes would not be usable: %s",
+								st->number, st->w.problem);
+	else if (memcmp(&got, &st->dh.result, sizeof(got)) != 0)
+		*st->problem = psprintf("the file delta %d makes is not the one it announces (%llu blocks in %llu runs, CRC %08X; announced %llu in %llu, %08X)",
+								st->number,
+								(unsigned long long) got.nblocks,
+								(unsigned long long) got.nruns, got.crc,
+								(unsigned long long) st->dh.result.nblocks,
+								(unsigned long long) st->dh.result.nruns,
+								st->dh.result.crc);
+}
+
+/*
+ * The next run of the file the stage's delta makes, as its writer writes
+ * it (merged where runs touch); false at its end or on a problem.  The
+ * writer holds back one run, which it writes when the next does not touch
+ * it: that is the run returned.
+ */
+static bool
+stage_next(DeltaStage *st, WarmRun *out)
+{
+	for (;;)
+	{
+		WarmRun		held = st->w.cur;
+		uint64		before = st->w.nruns;
+		WarmRun		next;
+
+		if (st->done || *st->problem != NULL)
+			return false;
+		if (!stage_merge_next(st, &next))
+		{
+			if (*st->problem != NULL)
+				return false;
+			st->done = true;
+			wc_writer_flush(&st->w);
+			stage_end(st);
+			if (*st->problem != NULL || st->w.nruns == before)
+				return false;
+			*out = held;
+			return true;
+		}
+		wc_writer_add(&st->w, &next);
+		if (st->w.problem != NULL)
+			*st->problem = psprintf("the file delta %d makes would not be usable: %s",
+									st->number, st->w.problem);
+		else if (st->w.nblocks > st->dh.result.nblocks ||
+				 st->w.nruns > st->dh.result.nruns)
+			*st->problem = psprintf("the file delta %d makes holds more than the %llu blocks in %llu runs it announces",
+									st->number,
+									(unsigned long long) st->dh.result.nblocks,
+									(unsigned long long) st->dh.result.nruns);
+		if (*st->problem != NULL)
+			return false;
+		if (st->w.nruns > before)
+		{
+			*out = held;
+			return true;
+		}
+	}
+}
+
+/*
+ * Make out_path from the dump file at base_path and the n deltas in
+ * data[i] (len[i] bytes each), applied one after the other; they are
+ * deltas number first, first + 1, ... for problems.  False, with *problem,
+ * if a delta does not apply to the file the one before makes or does not
+ * make the file it announces; out_path is then removed.  The caller checks
+ * each announced header's claims (its size) first.
+ *
+ * The deltas are applied in one pass: each is a stage that pulls the runs
+ * of the one before (the first, of the file), so the file is read once and
+ * the last file written once, whatever the number of deltas, and what a
+ * delta makes is never larger than its header announces.  Before that,
+ * each delta's announced runs are bounded by what its bytes can change: a
+ * run removed or added, 2 bytes at least in the delta, adds at most one run
+ * to the file, so a delta of a few bytes cannot announce a file far larger
+ * than the one it applies to.  Memory: the deltas (the caller's) and a
+ * reader and writer buffer per stage.
  */
 bool
-wc_delta_apply(const char *base_path, const char *data, Size len,
-			   const char *out_path, char **problem)
+wc_delta_apply(const char *base_path, int n, const char *const *data,
+			   const Size *len, int first, const char *out_path,
+			   char **problem)
 {
-	WarmDeltaHeader dh;
 	WarmFileReader base;
-	RunStream	a;
-	RunStream	removed;
-	RunStream	added;
-	RunWriter	w;
-	WarmRun		x;
-	bool		have_x = false;
-	bool		x_ended = false;
-	WarmFileHeader got;
-	uint64		n = 0;
-	const char *runs;
+	RunStream	file;
+	DeltaStage *stages;
+	WarmRun		run;
+	uint64		pulled = 0;
+	int			i;
 
-	if (!wc_delta_header(data, len, &dh, problem))
-		return false;
+	Assert(n >= 1);
 	if (!wc_reader_open(&base, base_path, false))
 	{
 		*problem = psprintf("file \"%s\", to which it applies, is missing",
 							base_path);
 		return false;
 	}
-	if (base.hdr.dumped_at != dh.base_dumped_at)
+	stages = palloc0(sizeof(DeltaStage) * n);
+	for (i = 0; i < n && *problem == NULL; i++)
 	{
-		*problem = psprintf("it applies to the publication of %s, not to that of %s",
-							timestamptz_to_str(dh.base_dumped_at),
-							timestamptz_to_str(base.hdr.dumped_at));
-		wc_reader_close(&base);
-		return false;
-	}
-	runs = data + sizeof(WarmDeltaHeader);
-	stream_init_file(&a, &base);
-	stream_init_memory(&removed, runs, dh.removed_bytes, "removed", problem);
-	stream_init_memory(&added, runs + dh.removed_bytes, dh.added_bytes,
-					   "added", problem);
+		DeltaStage *st = &stages[i];
+		const WarmFileHeader *in = i == 0 ? &base.hdr : &stages[i - 1].dh.result;
+		const char *runs;
 
-	/* (base minus removed) merged with added, in file order */
-	wc_writer_begin(&w, out_path);
-	while (*problem == NULL)
-	{
-		bool		have_d;
-		WarmRun		next;
-
-		if ((++n & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		if (!have_x && !x_ended)
-		{
-			switch (diff_next(&a, &removed, &x))
-			{
-				case WC_DIFF_ONLY_A:
-					have_x = true;
-					break;
-				case WC_DIFF_ONLY_B:
-					if (*problem == NULL)
-						*problem = pstrdup("it removes blocks the file does not hold");
-					continue;
-				case WC_DIFF_END:
-					x_ended = true;
-					break;
-			}
-			if (*problem != NULL)
-				break;
-		}
-		have_d = stream_peek(&added);
+		st->number = first + i;
+		st->problem = problem;
+		if (!wc_delta_header(data[i], len[i], &st->dh, problem))
+			break;
+		if (in->dumped_at != st->dh.base_dumped_at)
+			*problem = psprintf("delta %d applies to the publication of %s, not to that of %s",
+								st->number,
+								timestamptz_to_str(st->dh.base_dumped_at),
+								timestamptz_to_str(in->dumped_at));
+		else if (st->dh.result.nruns > in->nruns +
+				 (st->dh.removed_bytes + st->dh.added_bytes) / 2)
+			*problem = psprintf("delta %d announces a file of %llu runs, but its %llu bytes of runs can make at most %llu of the %llu it applies to",
+								st->number,
+								(unsigned long long) st->dh.result.nruns,
+								(unsigned long long) (st->dh.removed_bytes + st->dh.added_bytes),
+								(unsigned long long) (in->nruns +
+													  (st->dh.removed_bytes + st->dh.added_bytes) / 2),
+								(unsigned long long) in->nruns);
 		if (*problem != NULL)
 			break;
-		if (!have_x && !have_d)
-			break;
-		if (have_x && have_d && key_cmp(&x, &added.cur) == 0 &&
-			(uint64) x.start + x.count > added.cur.start &&
-			(uint64) added.cur.start + added.cur.count > x.start)
+		runs = data[i] + sizeof(WarmDeltaHeader);
+		if (i == 0)
 		{
-			*problem = pstrdup("it adds blocks the file holds");
-			break;
-		}
-		if (have_x && (!have_d || run_before(&x, &added.cur)))
-		{
-			next = x;
-			have_x = false;
+			stream_init_file(&file, &base);
+			st->input = &file;
 		}
 		else
-			stream_take(&added, added.cur.count, &next);
-		wc_writer_add(&w, &next);
-		if (w.nblocks > dh.result.nblocks || w.nruns > dh.result.nruns)
-			*problem = psprintf("the file it makes holds more than the %llu blocks in %llu runs it announces",
-								(unsigned long long) dh.result.nblocks,
-								(unsigned long long) dh.result.nruns);
+		{
+			st->input = palloc(sizeof(RunStream));
+			stream_init_stage(st->input, &stages[i - 1]);
+		}
+		stream_init_memory(&st->removed, runs, st->dh.removed_bytes,
+						   "removed", problem);
+		stream_init_memory(&st->added, runs + st->dh.removed_bytes,
+						   st->dh.added_bytes, "added", problem);
+		if (i < n - 1)
+			wc_writer_begin_counting(&st->w);
+		else
+			wc_writer_begin(&st->w, out_path);
 	}
+
+	/* Pull every run through the stages: the last one writes them. */
+	while (*problem == NULL && stage_next(&stages[n - 1], &run))
+	{
+		if ((++pulled & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (*problem == NULL && !stages[n - 1].done)
+		*problem = psprintf("delta %d was not applied to its end", first + n - 1);
 	wc_reader_close(&base);
 	if (*problem != NULL)
 	{
-		wc_writer_abandon(&w);
+		wc_writer_abandon(&stages[n - 1].w);
 		(void) unlink(out_path);
-		return false;
 	}
-	wc_writer_finish(&w, dh.result.dumped_at, &got);
-	if (memcmp(&got, &dh.result, sizeof(got)) != 0)
-	{
-		*problem = psprintf("the file it makes is not the one it announces (%llu blocks in %llu runs, CRC %08X; announced %llu in %llu, %08X)",
-							(unsigned long long) got.nblocks,
-							(unsigned long long) got.nruns, got.crc,
-							(unsigned long long) dh.result.nblocks,
-							(unsigned long long) dh.result.nruns,
-							dh.result.crc);
-		(void) unlink(out_path);
-		return false;
-	}
-	return true;
+	for (i = 1; i < n; i++)
+		if (stages[i].input != NULL)
+			pfree(stages[i].input);
+	pfree(stages);
+	return *problem == NULL;
 }

@@ -315,6 +315,25 @@ wc_writer_begin_memory(RunWriter *w, StringInfo buf)
 	INIT_CRC32C(w->crc);
 }
 
+/*
+ * Write a run.  In the dump file's encoding the run first passes the
+ * reader's checks (dumpfile.c), against the run written before it: one
+ * that fails would make the whole file unusable, so nothing more is
+ * written and w->problem says why; the caller does not use the file.
+ */
+/*
+ * Begin runs in the file's encoding that go nowhere: the writer merges,
+ * checks and counts them, and wc_writer_header() gives the header of the
+ * file they would make.
+ */
+void
+wc_writer_begin_counting(RunWriter *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->compact = true;
+	INIT_CRC32C(w->crc);
+}
+
 static void
 writer_emit(RunWriter *w, const WarmRun *run)
 {
@@ -322,18 +341,25 @@ writer_emit(RunWriter *w, const WarmRun *run)
 	const void *data = run;
 	size_t		len = sizeof(WarmRun);
 
+	if (w->problem != NULL)
+		return;
 	if (w->compact)
 	{
+		w->problem = wc_check_run(w->nruns, run, w->nruns > 0 ? &w->last : NULL,
+								  WC_DUMP_VERSION);
+		if (w->problem != NULL)
+			return;
 		len = wc_encode_run(&w->coder, run, bytes);
 		data = bytes;
 	}
 	if (w->mem != NULL)
 		appendBinaryStringInfo(w->mem, data, len);
-	else if (fwrite(data, len, 1, w->fp) != 1)
+	else if (w->fp != NULL && fwrite(data, len, 1, w->fp) != 1)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", w->path)));
 	COMP_CRC32C(w->crc, data, len);
+	w->last = *run;
 	w->nruns++;
 	w->nblocks += run->count;
 }

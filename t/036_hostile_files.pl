@@ -5,7 +5,9 @@
 # that overlap within a rank, a run past 2^32 blocks, a header that claims
 # more blocks than the server could ever hold, and bytes that do not
 # decode (a number too long or not in its shortest form, a run before any
-# group header, a run past the largest block number): each is refused
+# group header, a run past the largest block number), and files the
+# writer would not make of their runs (runs that touch, a group opened
+# again for its key, header flags): each is refused
 # with a log line that names the problem, set aside as
 # pg_warmcache.blocks.corrupt, and no block of the table it names is read,
 # in shared buffers (pg_buffercache) or the OS page cache (fincore on the
@@ -149,6 +151,28 @@ my @cases = (
 		'a run that begins past the largest block number',
 		raw_bytes($n + 1, 2, encode_runs(trun(1, 0, $n)) . leb128(0xFFFFFFFF) . "\x00"),
 		qr/run 1 is malformed: a run begins past the largest possible block/
+	],
+	# Well formed, but not what the writer makes of its runs: every file
+	# accepted is the encoding of its runs, byte for byte.
+	[
+		'two runs that touch',
+		dump_bytes([ trun(1, 0, 10), trun(1, 10, $n - 10) ]),
+		qr/runs 0 and 1 touch at block 10 of $rel_re in rank 1, where the writer makes one run/
+	],
+	[
+		'a group opened again for the same key',
+		raw_bytes($n - 1, 2, $t_group . "\x01\x09" . $t_group . leb128(12) . leb128($n - 12)),
+		qr/run 1 opens a group for the relation fork and rank of the group before it/
+	],
+	[
+		'header flags set',
+		do
+		{
+			my $b = dump_bytes([ trun(1, 0, $n) ]);
+			substr($b, 48, 4) = pack('L', 1);
+			$b;
+		},
+		qr/the header's flags are 00000001, no version writes any/
 	],);
 
 # Stop, put $bytes in place of the dump file, evict t from the OS cache
