@@ -642,6 +642,23 @@ db_files() {
 	return 0
 }
 
+# bench_db_dd KEY: with the cluster's server started once, sets files (the
+# bench database's relation files), blcksz, version and dbmb (its size in
+# MB); then dd of those files, cold (cold_read: CR_*), holding BENCH_LOCK.
+bench_db_dd() {
+	run_conf ""
+	pg_start "$CLDIR/logs/files.log"
+	verify_lib
+	mapfile -t files < <(db_files)
+	blcksz=$(sql "show block_size")
+	version=$("$BINDIR/postgres" --version)
+	dbmb=$(sql "select pg_database_size('bench') / 1048576")
+	pg_stop
+	say "$1: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
+	locked cold_read "${files[@]}"
+	say "$1: dd $CR_RATE MB/s"
+}
+
 # Files of one relation's main fork.
 rel_files() {
 	local p
