@@ -237,16 +237,33 @@ chroot_bind() {
 	mount --bind "$d" "$PG_ROOT$d" || die "cannot mount $d in $PG_ROOT"
 }
 
-# chroot_down ROOT: ends the processes whose root is ROOT (ours: the root is
-# private) and unmounts everything below it, deepest first.
+# chroot_procs ROOT: the processes whose root is ROOT (ours: it is private).
+chroot_procs() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# chroot_down ROOT: ends the processes inside ROOT, a server first with
+# SIGTERM (a smart shutdown: it leaves no postmaster.pid behind), and
+# unmounts everything below ROOT, deepest first.
 chroot_down() {
 	local r=$1 p m tries
-	for tries in 1 2 3 4 5; do
-		for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+	p=$(chroot_procs "$r")
+	if [ -n "$p" ]; then
+		kill -TERM $p 2>/dev/null || true
+		for tries in $(seq 50); do
+			[ -n "$(chroot_procs "$r")" ] || break
+			sleep 0.2
 		done
+	fi
+	for tries in 1 2 3 4 5; do
+		p=$(chroot_procs "$r")
+		[ -z "$p" ] || kill -KILL $p 2>/dev/null || true
 		for m in $(awk -v d="$r" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
-			umount "$m" 2>/dev/null
+			umount "$m" 2>/dev/null || true
 		done
 		awk -v d="$r" '$2 == d || index($2, d "/") == 1 { f = 1 } END { exit !f }' /proc/self/mounts || return 0
 		sleep 1
@@ -388,6 +405,9 @@ server_running() {
 pg_start() {
 	local logf=$1 i l pid
 	check_so
+	# A server that died without a shutdown left its postmaster.pid, whose
+	# "ready" line must not be taken for the new server's.
+	if [ -f "$PGDATA/postmaster.pid" ] && ! server_running; then rm -f "$PGDATA/postmaster.pid"; fi
 	: >"$logf"
 	chown "$PG_USER:" "$logf"
 	T_LAUNCH=$(now)
@@ -508,7 +528,10 @@ mem_sample() {
 cpu_sampler_start() {
 	CPU_SAMPLE_FILE=$1
 	mem_sample >"$1" 2>/dev/null || true
-	(while :; do cpu_sample; sleep 1; done) >>"$1" 2>/dev/null &
+	# Until cpu_sampler_stop, or the script's end however it came (a
+	# killed script would leave it running, holding its lock files).
+	local me=$$
+	(while kill -0 "$me" 2>/dev/null; do cpu_sample; sleep 1; done) >>"$1" 2>/dev/null &
 	CPU_SAMPLER=$!
 }
 cpu_sampler_stop() {
