@@ -23,7 +23,8 @@
 #   pgbench -n -M prepared -c 2 -j 2 -P 1 with aid = random(1, n / 100)
 # a hot set of 1% of pgbench_accounts (HOT_DIVISOR), which the queries
 # cache in their first second or two.  At --trigger seconds, the hot set's
-# pages in shared buffers are listed (pg_buffercache: buffer, relation,
+# pages in shared buffers are listed (pg_buffercache, created in the bench
+# database if it is missing: buffer, relation,
 # fork and block of pgbench_accounts and its primary key), then warmcache
 # asks for the restore (warmcache_restore_now(), the default mode), none
 # and none-again (a control: its ratio to none is the workload's own
