@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import fmt, meta, tps_series
+from reportlib import fmt, meta, spread, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -31,16 +31,6 @@ METHODS = ["off", "os", "buffer"]
 EVENTS = ["switchover", "failover"]
 PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r".* in ([\d.]+) s, ([\d.]+) MB/s")
-
-
-def spread(xs, spec=".2f"):
-    """median (min-max)"""
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "-"
-    if len(xs) == 1:
-        return format(xs[0], spec)
-    return f"{format(statistics.median(xs), spec)} ({format(min(xs), spec)}-{format(max(xs), spec)})"
 
 
 def window_mean(tpss, n, steady):

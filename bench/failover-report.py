@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import fmt, logts, med, meta, tps_series
+from reportlib import fmt, logts, med, meta, spread, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -55,16 +55,6 @@ def window_mean(tpss, n, steady):
         return None
     xs = tpss[:n]
     return sum(xs) / len(xs) / steady
-
-
-def spread(xs, spec=".2f"):
-    """median (min-max)"""
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "-"
-    if len(xs) == 1:
-        return format(xs[0], spec)
-    return f"{format(statistics.median(xs), spec)} ({format(min(xs), spec)}-{format(max(xs), spec)})"
 
 
 info = meta(os.path.join(out, "info.txt"))

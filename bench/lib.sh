@@ -16,7 +16,10 @@
 #                  bench/capped-disk.sh
 #   PG_CONFIG_15, PG_CONFIG_18, ...  pg_config of a major; default: Debian's for
 #                  15, else the newest $PGWC_CACHE/pg-<major>-*-bench build
-#                  (PGWC_CACHE defaults to /var/cache/pg_warmcache)
+#                  (PGWC_CACHE defaults to /var/cache/pg_warmcache), else the
+#                  newest chroot $PGWC_CACHE/chroot-<major>-* that
+#                  test/install-deps made (see "A major in a chroot" below)
+#   PG_CHROOT_19, ...  that chroot's directory, chosen by hand
 #   PG_USER        server user (postgres)
 #   PGWC_PORT      port number of the socket (5440)
 #   EXTRA_CONF     extra postgresql.conf lines for every server, e.g.
@@ -52,25 +55,38 @@ drop_caches() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# find_pg_config MAJOR: prints the pg_config path
-find_pg_config() {
-	local major=$1 var="PG_CONFIG_$1" pc=""
+# find_pg MAJOR: prints "host PG_CONFIG", or "chroot DIR" for a major whose
+# binaries are only in a chroot of test/install-deps.
+find_pg() {
+	local major=$1 var="PG_CONFIG_$1" cvar="PG_CHROOT_$1" pc="" d
 	if [ -n "${!var:-}" ]; then
 		pc=${!var}
+	elif [ -n "${!cvar:-}" ]; then
+		[ -x "${!cvar}/usr/lib/postgresql/$major/bin/pg_config" ] ||
+			die "$cvar=${!cvar}: no PostgreSQL $major in it"
+		echo "chroot ${!cvar}"
+		return 0
 	elif [ "$major" = 15 ] && [ -x /usr/lib/postgresql/15/bin/pg_config ]; then
 		pc=/usr/lib/postgresql/15/bin/pg_config
 	else
-		local d
 		for d in $(ls -d "$PGWC_CACHE"/pg-"$major"-*-bench 2>/dev/null | sort -V -r); do
 			if [ -x "$d/bin/pg_config" ] && [ -f "$d/.complete" ]; then
 				pc=$d/bin/pg_config
 				break
 			fi
 		done
+		if [ -z "$pc" ]; then
+			for d in $(ls -d "$PGWC_CACHE"/chroot-"$major"-* 2>/dev/null | sort -V -r); do
+				if [ -f "$d/.complete" ] && [ -x "$d/usr/lib/postgresql/$major/bin/pg_config" ]; then
+					echo "chroot $d"
+					return 0
+				fi
+			done
+		fi
 	fi
 	[ -n "$pc" ] && [ -x "$pc" ] ||
-		die "no pg_config for PostgreSQL $major, no complete -bench build in $PGWC_CACHE: make one with \"PGWC_FLAVOR=bench test/install-deps $major\", or set PG_CONFIG_$major"
-	echo "$pc"
+		die "no pg_config for PostgreSQL $major, no complete -bench build or chroot in $PGWC_CACHE: make one with \"PGWC_FLAVOR=bench test/install-deps $major\", or set PG_CONFIG_$major"
+	echo "host $pc"
 }
 
 # use_pg MAJOR: sets PG_CONFIG, BINDIR, PKGLIBDIR and PRIVLIB; builds
@@ -82,25 +98,35 @@ find_pg_config() {
 # library: PRIVLIB comes first in dynamic_library_path, and the extension's
 # functions name the library without "$libdir/" (see ensure_db).
 use_pg() {
+	local where dir
 	PG_MAJOR=$1
-	PG_CONFIG=$(find_pg_config "$1")
-	BINDIR=$("$PG_CONFIG" --bindir)
-	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
+	read -r where dir < <(find_pg "$1")
+	[ -n "$where" ] || exit 1
 	# One private library and build per work tree: benchmarks of two work
 	# trees on one machine must not load each other's code.
 	BUILD_KEY=$PG_MAJOR-$(printf '%s' "$REPO" | md5sum | cut -c1-8)
 	PRIVLIB=$BENCH_BASE/lib-$BUILD_KEY
+	if [ "$where" = chroot ]; then
+		chroot_up "$dir"
+		PKGLIBDIR=$PG_ROOT$("$BINDIR/pg_config" --pkglibdir)
+	else
+		PG_ROOT=""
+		PG_CONFIG=$dir
+		BINDIR=$("$PG_CONFIG" --bindir)
+		SERVER_BINDIR=$BINDIR
+		PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
+	fi
 	[ -x "$BINDIR/pgbench" ] || die "$BINDIR/pgbench missing"
 	[ -f "$PKGLIBDIR/pg_prewarm.so" ] || die "contrib pg_prewarm missing in $PKGLIBDIR"
 	mkdir -p "$PRIVLIB"
 	if [ "${SKIP_INSTALL:-0}" != 1 ]; then
 		local b=$BENCH_BASE/build-$BUILD_KEY
-		say "building pg_warmcache from $REPO for PostgreSQL $PG_MAJOR in $b"
+		say "building pg_warmcache from $REPO for PostgreSQL $PG_MAJOR in $b${PG_ROOT:+ (in a chroot)}"
 		rm -rf "$b" && mkdir -p "$b"
 		tar -C "$REPO" --exclude-vcs --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 			--exclude=./tmp_check --exclude=./results --exclude=./log \
 			--exclude=./bench/out -cf - . | tar -C "$b" -xf -
-		make -s -C "$b" PG_CONFIG="$PG_CONFIG" >"$b/build.log" 2>&1 ||
+		pg_make -s -C "$b" >"$b/build.log" 2>&1 ||
 			{ tail -30 "$b/build.log" >&2; die "building pg_warmcache failed"; }
 		install_ext || die "installing pg_warmcache failed (see $b/build.log)"
 		cp "$b/pg_warmcache.so" "$PRIVLIB/pg_warmcache.so.tmp"
@@ -112,18 +138,186 @@ use_pg() {
 	SO_CHANGED=""
 }
 
+# pg_make ARG...: make with the major's pg_config, inside its chroot if it
+# has one.
+pg_make() {
+	if [ -n "$PG_ROOT" ]; then
+		chroot "$PG_ROOT" make PG_CONFIG="$PG_CONFIG" "$@"
+	else
+		make PG_CONFIG="$PG_CONFIG" "$@"
+	fi
+}
+
+# A major in a chroot.  A major whose source the archive does not serve
+# (19) has its binary packages in a chroot of the Debian suite that ships
+# them, made by test/install-deps; its programs need that suite's C library.
+# The servers and the clients run inside it, driven by the scripts here on
+# the host, through:
+#   - PG_ROOT ($BENCH_BASE/root-<major>-<key>): an overlay of the chroot
+#     whose changes go to $BENCH_BASE/overlay-<major>-<key>, so that the
+#     shared chroot, which test runs use meanwhile, is never written (the
+#     extension's install, the user's ids); with /proc, a /dev/shm of its
+#     own, and BENCH_BASE, the repository, OUT_DIR and (use_cluster)
+#     CAPPED_DIR mounted at the same paths inside, so that a path means the
+#     same on both sides;
+#   - the chroot's PG_USER made PG_USER's uid and gid on the host, who owns
+#     the files the scripts make for the servers;
+#   - BINDIR: a wrapper per program, which runs it inside PG_ROOT in the
+#     same working directory, as its caller or, when PGWC_AS is set, as
+#     that uid:gid (as_pg below: a process that is no longer root cannot
+#     enter a chroot).  A process keeps its cgroup across chroot, so the
+#     cap of the capped disk still applies.
+# The mounts are undone when the script ends (the EXIT trap below) and, if
+# it is killed or replaced that trap, by a watcher that waits for its end.
+PG_ROOT=""
+SERVER_BINDIR=""
+PG_IDS=$(id -u "$PG_USER" 2>/dev/null):$(id -g "$PG_USER" 2>/dev/null)
+CHROOT_ROOTS=()
+
+# chroot_up DIR: the overlay of chroot DIR for PG_MAJOR, mounted; sets
+# PG_ROOT, BINDIR, SERVER_BINDIR and PG_CONFIG (its path inside).
+chroot_up() {
+	local lower=$1 ovl=$BENCH_BASE/overlay-$BUILD_KEY bin=/usr/lib/postgresql/$PG_MAJOR/bin p d lockfd
+	PG_ROOT=$BENCH_BASE/root-$BUILD_KEY
+	SERVER_BINDIR=$bin
+	PG_CONFIG=$bin/pg_config
+	BINDIR=$BENCH_BASE/bin-$BUILD_KEY
+	if [[ " ${CHROOT_ROOTS[*]} " == *" $PG_ROOT "* ]]; then return 0; fi
+	mkdir -p "$BENCH_BASE"
+	# Held until the end, by the watcher too: the previous script's watcher
+	# may still be at work for a few seconds.
+	exec {lockfd}>>"$PG_ROOT.lock"
+	flock -w 60 "$lockfd" || die "another benchmark uses $PG_ROOT"
+	chroot_down "$PG_ROOT"    # what a killed run may have left
+	# A new chroot (another package version) starts a new overlay.
+	if [ "$(cat "$ovl/lower" 2>/dev/null)" != "$lower" ]; then
+		rm -rf "$ovl"
+		mkdir -p "$ovl/upper" "$ovl/work"
+		echo "$lower" >"$ovl/lower"
+	fi
+	mkdir -p "$PG_ROOT"
+	CHROOT_ROOTS+=("$PG_ROOT")
+	chroot_watch "$PG_ROOT"
+	mount -t overlay overlay -o "lowerdir=$lower,upperdir=$ovl/upper,workdir=$ovl/work" "$PG_ROOT" ||
+		die "cannot mount an overlay of $lower"
+	mount -t proc proc "$PG_ROOT/proc"
+	mkdir -p "$PG_ROOT/dev/shm"
+	mount -t tmpfs -o mode=1777,size=1g shm "$PG_ROOT/dev/shm"
+	for d in "$BENCH_BASE" "$REPO" "${OUT_DIR:+$(realpath -m "$OUT_DIR")}"; do
+		[ -n "$d" ] && chroot_bind "$d"
+	done
+	# PG_USER gets the host's ids; whoever had them in the chroot goes.
+	local uid=${PG_IDS%:*} gid=${PG_IDS#*:}
+	awk -F: -v OFS=: -v u="$PG_USER" -v uid="$uid" -v gid="$gid" \
+		'$1 == u { $3 = uid; $4 = gid } $1 != u && $3 == uid { next } { print }' \
+		"$PG_ROOT/etc/passwd" >"$ovl/passwd" && cat "$ovl/passwd" >"$PG_ROOT/etc/passwd"
+	awk -F: -v OFS=: -v u="$PG_USER" -v gid="$gid" \
+		'$1 == u { $3 = gid } $1 != u && $3 == gid { next } { print }' \
+		"$PG_ROOT/etc/group" >"$ovl/group" && cat "$ovl/group" >"$PG_ROOT/etc/group"
+	rm -rf "$BINDIR"
+	mkdir -p "$BINDIR"
+	for p in "$PG_ROOT$bin"/*; do
+		p=${p##*/}
+		cat >"$BINDIR/$p" <<WRAP
+#!/bin/sh
+# bench/lib.sh: $bin/$p in $PG_ROOT, as the caller or as PGWC_AS (uid:gid).
+exec chroot \${PGWC_AS:+--userspec=\$PGWC_AS} '$PG_ROOT' /bin/sh -c 'cd "\$0" 2>/dev/null || cd /; exec "\$@"' "\$PWD" '$bin/$p' "\$@"
+WRAP
+		chmod 755 "$BINDIR/$p"
+	done
+	say "PostgreSQL $PG_MAJOR runs in an overlay of $lower at $PG_ROOT"
+}
+
+# chroot_bind DIR: DIR at the same path inside PG_ROOT (not what is mounted
+# below it), unless it is there already.
+chroot_bind() {
+	local d=$1
+	mountpoint -q "$PG_ROOT$d" && return 0
+	mkdir -p "$d" "$PG_ROOT$d"
+	mount --bind "$d" "$PG_ROOT$d" || die "cannot mount $d in $PG_ROOT"
+}
+
+# chroot_procs ROOT: the processes whose root is ROOT (ours: it is private).
+chroot_procs() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# chroot_down ROOT: ends the processes inside ROOT, a server first with
+# SIGTERM (a smart shutdown: it leaves no postmaster.pid behind), and
+# unmounts everything below ROOT, deepest first.
+chroot_down() {
+	local r=$1 p m tries
+	p=$(chroot_procs "$r")
+	if [ -n "$p" ]; then
+		kill -TERM $p 2>/dev/null || true
+		for tries in $(seq 50); do
+			[ -n "$(chroot_procs "$r")" ] || break
+			sleep 0.2
+		done
+	fi
+	for tries in 1 2 3 4 5; do
+		p=$(chroot_procs "$r")
+		[ -z "$p" ] || kill -KILL $p 2>/dev/null || true
+		for m in $(awk -v d="$r" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
+			umount "$m" 2>/dev/null || true
+		done
+		awk -v d="$r" '$2 == d || index($2, d "/") == 1 { f = 1 } END { exit !f }' /proc/self/mounts || return 0
+		sleep 1
+	done
+	for m in $(awk -v d="$r" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		echo "bench: $m is still mounted; unmounting it lazily" >&2
+		umount -l "$m" || true
+	done
+}
+
+chroot_down_all() {
+	local r
+	for r in "${CHROOT_ROOTS[@]}"; do
+		chroot_down "$r"
+	done
+	CHROOT_ROOTS=()
+}
+
+# chroot_watch ROOT: a process that unmounts ROOT once this script is gone,
+# however it ended.
+chroot_watch() {
+	local me=$$
+	(
+		trap '' INT TERM HUP
+		exec 8>&- 9>&-
+		while kill -0 "$me" 2>/dev/null; do sleep 1; done
+		chroot_down "$1"
+	) </dev/null >/dev/null 2>&1 &
+}
+
+# as_pg CMD...: common.sh's, except that a program of a chroot major's
+# BINDIR is entered as root and becomes PG_USER inside.
+eval "host_$(declare -f as_pg)"
+as_pg() {
+	if [ -n "$PG_ROOT" ] && [ "${1%/*}" = "$BINDIR" ]; then
+		PGWC_AS=$PG_IDS "$@"
+	else
+		host_as_pg "$@"
+	fi
+}
+
 # install_ext [CMD...]: make install of the build copy into the server tree,
 # then CMD, both holding the lock test/run takes for that major: other
 # sessions install their own builds there, and CREATE EXTENSION must read
-# the SQL scripts of the build under measurement.
+# the SQL scripts of the build under measurement.  A chroot major installs
+# into its overlay, which is ours alone: its own lock.
 install_ext() {
 	local b=$BENCH_BASE/build-$BUILD_KEY
 	[ -f "$b/pg_warmcache.so" ] || die "no build in $b: run without SKIP_INSTALL=1 once"
 	(
 		flock 7
-		make -s -C "$b" PG_CONFIG="$PG_CONFIG" install >>"$b/build.log" 2>&1
+		pg_make -s -C "$b" install >>"$b/build.log" 2>&1
 		"$@"
-	) 7>>"/var/lock/pg_warmcache-test-$PG_MAJOR.lock"
+	) 7>>"$([ -n "$PG_ROOT" ] && echo "$PG_ROOT.install.lock" || echo "/var/lock/pg_warmcache-test-$PG_MAJOR.lock")"
 }
 
 # locked CMD...: CMD (a function too) holding the lock file BENCH_LOCK, when
@@ -180,6 +374,7 @@ use_cluster() {
 		CAPPED=$BENCH_DIR/capped-disk.sh
 		bash "$CAPPED" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
 		CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+		[ -z "$PG_ROOT" ] || chroot_bind "$CAPPED_DIR"
 		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
 		;;
 	*) die "unknown disk \"$DISK\" (local or capped)" ;;
@@ -210,10 +405,15 @@ server_running() {
 pg_start() {
 	local logf=$1 i l pid
 	check_so
+	# A server that died without a shutdown left its postmaster.pid, whose
+	# "ready" line must not be taken for the new server's.
+	if [ -f "$PGDATA/postmaster.pid" ] && ! server_running; then rm -f "$PGDATA/postmaster.pid"; fi
 	: >"$logf"
 	chown "$PG_USER:" "$logf"
 	T_LAUNCH=$(now)
-	if [ -n "$CAPPED" ]; then
+	if [ -n "$CAPPED" ] && [ -n "$PG_ROOT" ]; then
+		PGWC_AS=$PG_IDS bash "$CAPPED" run "$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
+	elif [ -n "$CAPPED" ]; then
 		bash "$CAPPED" run bash -c '. "$1" && shift && as_pg "$@"' _ "$BENCH_DIR/common.sh" \
 			"$BINDIR/pg_ctl" -D "$PGDATA" -l "$logf" -W start >/dev/null
 	else
@@ -248,6 +448,7 @@ pg_start() {
 verify_lib() {
 	local maps probin
 	maps=$(grep -o '/[^ ]*/pg_warmcache\.so$' "/proc/$SERVER_PID/maps" | sort -u)
+	maps=${maps#"$PG_ROOT"}
 	[ "$maps" = "$PRIVLIB/pg_warmcache.so" ] ||
 		die "the server loaded \"$maps\", not $PRIVLIB/pg_warmcache.so"
 	probin=$(sql "select string_agg(distinct probin, ',') from pg_proc where probin like '%pg_warmcache%'")
@@ -256,7 +457,7 @@ verify_lib() {
 
 # A postmaster of ours that has not written postmaster.pid yet.
 starting_postmaster() {
-	pgrep -u "$PG_USER" -f -x "$BINDIR/postgres -D $PGDATA" >/dev/null 2>&1
+	pgrep -u "$PG_USER" -f -x "$SERVER_BINDIR/postgres -D $PGDATA" >/dev/null 2>&1
 }
 
 pg_stop() {
@@ -327,7 +528,10 @@ mem_sample() {
 cpu_sampler_start() {
 	CPU_SAMPLE_FILE=$1
 	mem_sample >"$1" 2>/dev/null || true
-	(while :; do cpu_sample; sleep 1; done) >>"$1" 2>/dev/null &
+	# Until cpu_sampler_stop, or the script's end however it came (a
+	# killed script would leave it running, holding its lock files).
+	local me=$$
+	(while kill -0 "$me" 2>/dev/null; do cpu_sample; sleep 1; done) >>"$1" 2>/dev/null &
 	CPU_SAMPLER=$!
 }
 cpu_sampler_stop() {
@@ -340,7 +544,7 @@ cpu_sampler_stop() {
 }
 
 # Stop the server when the script ends, whatever the reason.
-trap 'cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true' EXIT
+trap 'cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true; chroot_down_all' EXIT
 trap 'exit 130' INT TERM
 
 write_conf() {
@@ -459,6 +663,23 @@ db_files() {
 		[[ ${f##*/} =~ ^[0-9]+(_(fsm|vm|init))?(\.[0-9]+)?$ ]] && echo "$f"
 	done
 	return 0
+}
+
+# bench_db_dd KEY: with the cluster's server started once, sets files (the
+# bench database's relation files), blcksz, version and dbmb (its size in
+# MB); then dd of those files, cold (cold_read: CR_*), holding BENCH_LOCK.
+bench_db_dd() {
+	run_conf ""
+	pg_start "$CLDIR/logs/files.log"
+	verify_lib
+	mapfile -t files < <(db_files)
+	blcksz=$(sql "show block_size")
+	version=$("$BINDIR/postgres" --version)
+	dbmb=$(sql "select pg_database_size('bench') / 1048576")
+	pg_stop
+	say "$1: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
+	locked cold_read "${files[@]}"
+	say "$1: dd $CR_RATE MB/s"
 }
 
 # Files of one relation's main fork.

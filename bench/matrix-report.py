@@ -5,7 +5,8 @@
     bench/matrix-report.py OUT_DIR
 
 Reads only what the row scripts wrote: warmup.sh's summary.csv, tps.csv and
-results.md (dd), restore-ddl.sh's runs.csv, warm-vs-prewarm.sh's raw.csv.
+results.md (dd), never-evict.sh's summary.csv, restore-ddl.sh's runs.csv,
+warm-vs-prewarm.sh's raw.csv.
 """
 import csv
 import os
@@ -188,6 +189,30 @@ def hot_start_rows(pg, d):
         add(pg, "hot-start", "restore beside the workload / idle", "<= 3", "-", None)
 
 
+def never_evict_rows(pg, d):
+    # bench/never-evict.sh: the saved set twice shared_buffers, the queries'
+    # hot set cached before the restore is asked for.
+    summary = rows_of(os.path.join(d, "summary.csv"))
+    wc = [r for r in summary if r["method"] == "warmcache"]
+    if not wc:
+        add(pg, "never-evict", "no results", "", "-", False)
+        return
+    lost = [int(r["hot_pages"]) - int(r["kept_same_buffer"]) for r in wc]
+    add(pg, "never-evict", "hot pages evicted by the restore (pg_buffercache), per run", "0",
+        ", ".join(f"{x} of {r['hot_pages']}" for x, r in zip(lost, wc)), max(lost) == 0)
+    ratio = [num(r["ratio_after"]) for r in wc if num(r["ratio_after"]) is not None]
+    add(pg, "never-evict", "TPS from the restore's request / none", ">= 0.98",
+        spread(ratio, "{:.3f}"), med(ratio) >= 0.98 if ratio else None)
+    worst = [num(r["ratio_worst_window"]) for r in wc if num(r["ratio_worst_window"]) is not None]
+    add(pg, "never-evict", "each repetition's worst 5-s window / none", "-", spread(worst, "{:.2f}"), None)
+    ctl = [num(r["ratio_after"]) for r in summary if r["method"] == "none-again" and num(r["ratio_after"]) is not None]
+    if ctl:
+        add(pg, "never-evict", "control: none again / none, from the same second", "-", spread(ctl, "{:.3f}"), None)
+    into = [int(r["restored"]) - int(r["os_only"]) for r in wc if r["restored"] and r["os_only"]]
+    add(pg, "never-evict", "blocks the restore put in shared buffers (of the saved set)", "-",
+        spread(into, "{:.0f}") + (f" of {wc[0]['saved']}" if wc[0]["saved"] else ""), None)
+
+
 def ddl_rows(pg, d):
     runs = rows_of(os.path.join(d, "runs.csv"))
 
@@ -231,7 +256,7 @@ def main():
     info = open(os.path.join(out, "info.txt")).read() if os.path.exists(os.path.join(out, "info.txt")) else ""
     for pgdir in sorted(x for x in os.listdir(out) if re.fullmatch(r"pg\d+", x)):
         pg = pgdir[2:]
-        for row in ("reboot", "hot-start", "uniform", "ddl", "warm"):
+        for row in ("reboot", "hot-start", "uniform", "never-evict", "ddl", "warm"):
             d = os.path.join(out, pgdir, row)
             if not os.path.isdir(d):
                 continue
@@ -239,6 +264,8 @@ def main():
                 warmup_rows(pg, d, row)
             elif row == "hot-start":
                 hot_start_rows(pg, d)
+            elif row == "never-evict":
+                never_evict_rows(pg, d)
             elif row == "ddl":
                 ddl_rows(pg, d)
             else:

@@ -1,6 +1,6 @@
-"""What bench/warmup-report.py and bench/failover-report.py both read: the
-runs' key=value files, pgbench's progress lines and the server log's
-timestamps, and how they print a figure."""
+"""What the report scripts of bench/ share: the runs' key=value files,
+pgbench's progress lines and the server log's timestamps, and how they
+print a figure."""
 
 import datetime
 import os
@@ -40,6 +40,16 @@ def logts(line):
         return None
     return datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
         tzinfo=datetime.timezone.utc).timestamp()
+
+
+def spread(xs, spec=".2f"):
+    """median (min-max)"""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return format(xs[0], spec)
+    return f"{format(statistics.median(xs), spec)} ({format(min(xs), spec)}-{format(max(xs), spec)})"
 
 
 def fmt(x, spec=".2f", none="-"):

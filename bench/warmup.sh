@@ -355,17 +355,7 @@ for pg in "${pglist[@]}"; do
 		use_cluster "$disk" "$scale"
 		locked ensure_db
 		key=pg$pg-$disk
-		run_conf ""
-		pg_start "$CLDIR/logs/files.log"
-		verify_lib
-		mapfile -t files < <(db_files)
-		blcksz=$(sql "show block_size")
-		version=$("$BINDIR/postgres" --version)
-		dbmb=$(sql "select pg_database_size('bench') / 1048576")
-		pg_stop
-		say "$key: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
-		locked cold_read "${files[@]}"
-		say "$key: dd $CR_RATE MB/s"
+		bench_db_dd "$key"
 		write_meta "$out/raw/$key.meta" "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
 			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "pgdata=$PGDATA" \
 			"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")"
