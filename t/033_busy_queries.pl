@@ -22,7 +22,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache qw(:machine_alone);
 
 my $node = start_node(
 	'busy', q{

@@ -15,7 +15,8 @@ package WarmCache;
 use strict;
 use warnings;
 
-use Exporter 'import';
+use Exporter ();
+use Fcntl qw(:flock);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -66,6 +67,52 @@ our @EXPORT = qw(
   publish_dump
   wait_for_followed_pass
 );
+
+# Taking turns with the tests of other majors.  test/run runs the suites of
+# several majors side by side (PGWC_JOBS), and PGWC_TURNSTILE names a
+# directory, shared by all of them and by their chroots, that holds two
+# lock files.  Every test holds "room" shared for as long as it runs.  A
+# test whose outcome depends on CPU left free (t/033: the restore must tell
+# busy queries from a machine kept busy by other tests) loads this module
+# with "use WarmCache qw(:machine_alone)" and holds "room" exclusively, so
+# that no test of another major runs beside it.  "gate" keeps that test's
+# place in the queue: while it waits for the room, no new test enters.
+# The lock is the test process's and ends with it; Perl opens files
+# close-on-exec, so no server or program a test starts keeps it.  Without
+# PGWC_TURNSTILE nothing is taken.
+my $room;
+
+sub take_turn
+{
+	my ($mode) = @_;
+	my $dir = $ENV{PGWC_TURNSTILE};
+	return if !defined $dir || $dir eq '';
+	if ($room)
+	{
+		flock($room, LOCK_UN) or die "could not unlock \"$dir/room\": $!";
+	}
+	else
+	{
+		open($room, '<', "$dir/room")
+		  or die "could not open \"$dir/room\": $!";
+	}
+	open(my $gate, '<', "$dir/gate")
+	  or die "could not open \"$dir/gate\": $!";
+	flock($gate, LOCK_EX) or die "could not lock \"$dir/gate\": $!";
+	flock($room, $mode) or die "could not lock \"$dir/room\": $!";
+	close($gate);
+	return;
+}
+
+take_turn(LOCK_SH);
+
+sub import
+{
+	my @args = grep { $_ ne ':machine_alone' } @_;
+	take_turn(LOCK_EX) if @args != @_;
+	@_ = @args;
+	goto &Exporter::import;
+}
 
 # The share of what a check expects in the OS page cache that it requires.
 # The machine's memory management may take pages of any file at any moment:
