@@ -63,6 +63,7 @@
 #include "pacer.h"
 #include "pg_warmcache.h"
 #include "restore.h"
+#include "runcodec.h"
 
 /* Runs handed to the engine at once (one relation fork). */
 #define WC_BATCH_RUNS	1024
