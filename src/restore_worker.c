@@ -64,6 +64,7 @@
 #include "pg_warmcache.h"
 #include "restore.h"
 #include "runcodec.h"
+#include "workload.h"
 
 /* Runs handed to the engine at once (one relation fork). */
 #define WC_BATCH_RUNS	1024
