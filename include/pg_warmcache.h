@@ -140,8 +140,6 @@ extern WarmShared *wc_shared;
 extern void wc_require_shared(void);
 extern bool wc_begin_operation(WarmState operation, bool wait);
 extern bool wc_begin_restore(RestoreSource source);
-extern void wc_init_dynamic_worker(BackgroundWorker *worker,
-								   const char *function, const char *type);
 extern void wc_end_operation(void);
 
 /*---- GUC variables ----*/

@@ -100,6 +100,7 @@
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
+#include "worker.h"
 
 /*
  * The most deltas published after a full publication: a standby that

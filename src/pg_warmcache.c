@@ -269,27 +269,6 @@ wc_shmem_startup(void)
 }
 
 /*
- * Fill in a dynamic background worker of this module that connects to a
- * database, starts once the server is consistent and is never restarted;
- * the caller names it and gives its argument.  It tells this process when
- * it started and stopped.
- */
-void
-wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
-					   const char *type)
-{
-	memset(worker, 0, sizeof(*worker));
-	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION | WC_BGWORKER_INTERRUPTIBLE;
-	worker->bgw_start_time = BgWorkerStart_ConsistentState;
-	worker->bgw_restart_time = BGW_NEVER_RESTART;
-	strcpy(worker->bgw_library_name, "pg_warmcache");
-	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
-	worker->bgw_notify_pid = MyProcPid;
-}
-
-/*
  * Functions that need the shared state call this first.
  */
 void

@@ -70,12 +70,12 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "autowarm.h"
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
 #include "pg_warmcache.h"
 #include "restore.h"
+#include "worker.h"
 
 /* Without any worker slot for this long, the restore gives up. */
 #define WC_LAUNCH_PATIENCE_S	60
