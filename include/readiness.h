@@ -16,7 +16,4 @@
 
 #include "postgres.h"
 
-/* Called by wc_end_operation() at the end of a restore, under the lock. */
-extern void wc_readiness_note_end(void);
-
 #endif							/* PG_WARMCACHE_READINESS_H */

@@ -56,8 +56,9 @@
 #include "autowarm.h"
 #include "channel.h"
 #include "dumpfile.h"
-#include "pg_warmcache.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
 #include "worker.h"
 
 /* How often a following standby looks at what the primary published */

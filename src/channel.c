@@ -96,10 +96,10 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
+#include "shmem.h"
 #include "worker.h"
 
 /*

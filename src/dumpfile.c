@@ -44,8 +44,9 @@
 
 #include "dumpfile.h"
 #include "oscache.h"
-#include "pg_warmcache.h"
 #include "runcodec.h"
+#include "settings.h"
+#include "shmem.h"
 
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256

@@ -73,7 +73,8 @@
 #include "utils/wait_event.h"
 
 #include "pacer.h"
-#include "pg_warmcache.h"
+#include "settings.h"
+#include "shmem.h"
 #include "workload.h"
 
 /* Blocks per read while queries wait for reads: 64 kB. */

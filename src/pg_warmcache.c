@@ -1,19 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * pg_warmcache.c
- *		Module set-up, shared state, and the SQL functions that dump,
- *		restore and report.
+ *		Module set-up (_PG_init), and the SQL functions that dump, restore
+ *		and report.
  *
- * Loaded through shared_preload_libraries, the module reserves a small
- * shared state (pg_warmcache.h: WarmShared) and registers the autowarm
- * worker (autowarm.c).  Without preloading, warm() and warm_table() work, and
- * the functions that need the shared state say that it is missing.
- *
- * Dumps and restores exclude each other: the state field says which one
- * runs, under the module's LWLock, and a condition variable wakes whoever
- * waits for it to change.  A dump asked for while another runs waits for
- * it; a dump asked for during a restore is refused, because it would
- * replace the saved set with the part restored so far.
+ * The settings are in settings.c, the shared state and its state changes
+ * in shmem.c.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -40,10 +32,11 @@
 #include "utils/tuplestore.h"
 
 #include "autowarm.h"
+#include "compat.h"
 #include "dumpfile.h"
 #include "parallel_warm.h"
-#include "pg_warmcache.h"
-#include "readiness.h"
+#include "settings.h"
+#include "shmem.h"
 
 WC_MODULE_MAGIC;
 
@@ -53,317 +46,14 @@ PG_FUNCTION_INFO_V1(warmcache_restore_abort);
 PG_FUNCTION_INFO_V1(warmcache_status);
 PG_FUNCTION_INFO_V1(warmcache_blocks);
 
-/*---- GUC variables ----*/
-
-/* A dump's chunk is one allocation: at most MaxAllocSize. */
-#define WC_MAX_SORT_CHUNK	((int) (MaxAllocSize / sizeof(WarmRun)))
-
-bool		wc_autowarm = true;
-int			wc_dump_interval = 300;
-int			wc_restore_mode = WC_MODE_BUFFER;
-int			wc_restore_workers = 2;
-int			wc_max_restore_rate = 0;
-bool		wc_restore_yield = false;
-int			wc_sort_chunk = 1024 * 1024;
-bool		wc_dump_os_cache = true;
-int			wc_follow_primary = WC_FOLLOW_OFF;
-int			wc_max_warm_workers = 2;
-int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
-int			wc_warm_worker_delay = 0;
-
-static const struct config_enum_entry mode_options[] = {
-	{"prefetch", WC_MODE_PREFETCH, false},
-	{"read", WC_MODE_READ, false},
-	{"buffer", WC_MODE_BUFFER, false},
-	{NULL, 0, false}
-};
-
-static const struct config_enum_entry follow_options[] = {
-	{"off", WC_FOLLOW_OFF, false},
-	{"os", WC_FOLLOW_OS, false},
-	{"buffer", WC_FOLLOW_BUFFER, false},
-	{NULL, 0, false}
-};
-
-/*---- Shared state ----*/
-
-WarmShared *wc_shared = NULL;
-
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void wc_shmem_request(void);
-static void wc_shmem_startup(void);
-
 void
 _PG_init(void)
 {
-	DefineCustomBoolVariable("pg_warmcache.autowarm",
-							 "Restores the saved blocks at start and dumps them periodically and at shutdown.",
-							 NULL,
-							 &wc_autowarm,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("pg_warmcache.dump_interval",
-							"Time between dumps of the buffer cache's block list.",
-							"0 dumps only at shutdown.",
-							&wc_dump_interval,
-							300, 0, INT_MAX / 1000,
-							PGC_SIGHUP,
-							GUC_UNIT_S,
-							NULL, NULL, NULL);
-	DefineCustomEnumVariable("pg_warmcache.restore_mode",
-							 "How restored blocks are warmed: into shared buffers, or only into the OS cache.",
-							 NULL,
-							 &wc_restore_mode,
-							 WC_MODE_BUFFER,
-							 mode_options,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("pg_warmcache.restore_workers",
-							"Databases restored at the same time, one worker each.",
-							NULL,
-							&wc_restore_workers,
-							2, 1, WC_MAX_RESTORE_WORKERS,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("pg_warmcache.max_restore_rate",
-							"Upper limit on the restore's read rate, in megabytes per second.",
-							"0 sets no limit.",
-							&wc_max_restore_rate,
-							0, 0, INT_MAX / 2,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomBoolVariable("pg_warmcache.restore_yield",
-							 "Makes the restore read small pieces while queries wait for a read.",
-							 "For workloads that read outside the saved set: it halves the restore's rate where I/O operations are the limit.",
-							 &wc_restore_yield,
-							 false,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("pg_warmcache.dump_os_cache",
-							 "Dumps also which blocks of the relation files the OS page cache holds, and restores them into it.",
-							 NULL,
-							 &wc_dump_os_cache,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomEnumVariable("pg_warmcache.follow_primary",
-							 "On a standby, keeps the primary's hot set in this server's caches.",
-							 "off: no; os: in the OS page cache; buffer: also in free shared buffers. "
-							 "At promotion the set is loaded into shared buffers.",
-							 &wc_follow_primary,
-							 WC_FOLLOW_OFF,
-							 follow_options,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-	/*
-	 * The server's budget of warm workers: superuser only, so that no user
-	 * can take more worker slots than the DBA allowed.  The threshold may
-	 * stay the user's: lowering it only splits smaller relations, among no
-	 * more workers than the budget allows.
-	 */
-	DefineCustomIntVariable("pg_warmcache.max_warm_workers",
-							"Background workers that warm() and warm_table() may run at once, in all sessions together.",
-							"0 warms in the calling process only.  Takes effect only with the library preloaded.",
-							&wc_max_warm_workers,
-							2, 0, WC_MAX_WARM_WORKERS,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("pg_warmcache.min_parallel_warm_size",
-							"Smallest relation fork that warm() and warm_table() split among workers.",
-							NULL,
-							&wc_min_parallel_warm_size,
-							64 * 1024 * 1024 / BLCKSZ, 0, INT_MAX / 3,
-							PGC_USERSET,
-							GUC_UNIT_BLOCKS,
-							NULL, NULL, NULL);
-
-	/* For tests of parallel warming: every process takes its time. */
-	DefineCustomIntVariable("pg_warmcache.warm_worker_delay",
-							"Time each process of a parallel warm waits before each stripe.",
-							NULL,
-							&wc_warm_worker_delay,
-							0, 0, 60000,
-							PGC_SUSET,
-							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
-							NULL, NULL, NULL);
-
-	/* For tests of the merge: chunks smaller than shared_buffers. */
-	DefineCustomIntVariable("pg_warmcache.sort_chunk",
-							"Buffer headers a dump sorts in memory at once.",
-							NULL,
-							&wc_sort_chunk,
-							1024 * 1024, 1024, WC_MAX_SORT_CHUNK,
-							PGC_SUSET,
-							GUC_NOT_IN_SAMPLE,
-							NULL, NULL, NULL);
-
-	MarkGUCPrefixReserved("pg_warmcache");
-
+	wc_define_settings();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = wc_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = wc_shmem_startup;
-
+	wc_reserve_shared();
 	wc_register_autowarm_worker();
-}
-
-static void
-wc_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WarmShared)));
-	RequestNamedLWLockTranche("pg_warmcache", 1);
-}
-
-static void
-wc_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wc_shared = ShmemInitStruct("pg_warmcache", sizeof(WarmShared), &found);
-	if (!found)
-	{
-		int			i;
-
-		memset(wc_shared, 0, sizeof(WarmShared));
-		wc_shared->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
-		ConditionVariableInit(&wc_shared->cv);
-		wc_shared->state = WC_STATE_IDLE;
-		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_os_tier_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_buffer_tier_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_cpu_us, 0);
-		pg_atomic_init_u64(&wc_shared->restore_found_cached, 0);
-		pg_atomic_init_u32(&wc_shared->db_command_pending, 0);
-		for (i = 0; i < WC_SKIP_REASONS; i++)
-			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
-		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
-		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
-		SpinLockInit(&wc_shared->restore_advice.mutex);
-		wc_shared->restore_advice.count_members = true;
-		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Functions that need the shared state call this first.
- */
-void
-wc_require_shared(void)
-{
-	if (wc_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_warmcache must be loaded via \"shared_preload_libraries\""),
-				 errhint("Add pg_warmcache to \"shared_preload_libraries\" and restart the server.")));
-}
-
-/*
- * Begin a dump or a restore: the only way out of the idle state.  A dump
- * begins only if no restore is running or requested (it would replace the
- * saved set with the part restored so far); with wait, it waits for
- * another dump to end instead of giving up.  A restore, which the autowarm
- * worker begins on a request, only needs the idle state.  take_request
- * clears a request for a restore of the saved file, take_follow a pass due
- * over a new followed file: from then on the state says it.  Returns
- * whether the operation began; its process then owns it until
- * wc_end_operation().
- */
-static bool
-begin_operation(WarmState operation, bool wait, bool take_request,
-				bool take_follow)
-{
-	bool		begun = false;
-
-	Assert(operation != WC_STATE_IDLE);
-	for (;;)
-	{
-		WarmState	cur;
-
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		cur = wc_shared->state;
-		if (cur == WC_STATE_IDLE &&
-			(operation == WC_STATE_RESTORING || !wc_shared->restore_requested))
-		{
-			wc_shared->state = operation;
-			wc_shared->owner_pid = MyProcPid;
-			if (operation == WC_STATE_RESTORING)
-				wc_shared->restore_begun_at = GetCurrentTimestamp();
-			if (take_request)
-				wc_shared->restore_requested = false;	/* taken on */
-			if (take_follow)
-				wc_shared->follow_pass_due = false;
-			begun = true;
-		}
-		LWLockRelease(wc_shared->lock);
-
-		if (begun || !wait || cur != WC_STATE_DUMPING ||
-			operation != WC_STATE_DUMPING)
-			break;
-		ConditionVariableSleep(&wc_shared->cv, PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
-	return begun;
-}
-
-bool
-wc_begin_operation(WarmState operation, bool wait)
-{
-	return begin_operation(operation, wait, operation == WC_STATE_RESTORING,
-						   false);
-}
-
-/*
- * Begin a restore of the given source.  Only a restore of the saved file
- * takes on a request for one: a standby's pass over the followed set
- * leaves it for the next turn of the worker's loop.  A pass, or the load at
- * promotion, takes on the pass due over a new followed file.
- */
-bool
-wc_begin_restore(RestoreSource source)
-{
-	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED,
-						   source != WC_SOURCE_SAVED);
-}
-
-/*
- * End the dump or restore this process began: back to idle, and wake
- * whoever waits for the state to change.
- */
-void
-wc_end_operation(void)
-{
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	Assert(wc_shared->owner_pid == MyProcPid);
-	if (wc_shared->state == WC_STATE_RESTORING)
-		wc_readiness_note_end();
-	wc_shared->state = WC_STATE_IDLE;
-	wc_shared->owner_pid = 0;
-	LWLockRelease(wc_shared->lock);
-	ConditionVariableBroadcast(&wc_shared->cv);
 }
 
 static void

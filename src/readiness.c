@@ -50,9 +50,9 @@
 #include "utils/wait_event.h"
 
 #include "dumpfile.h"
-#include "pg_warmcache.h"
-#include "readiness.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(warmcache_is_warm);
 PG_FUNCTION_INFO_V1(warmcache_wait_warm);
@@ -65,55 +65,6 @@ typedef struct Readiness
 	double		fraction;
 	bool		settled;		/* it will not change without a new job */
 } Readiness;
-
-/*
- * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored.  total is its
- * restore_blocks_total; the counters are read as they are.
- */
-static double
-restore_fraction(int64 total)
-{
-	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	int64		can;
-
-	can = total -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]);
-	if (can <= 0)
-		return 1.0;
-	return Min((double) done / (double) can, 1.0);
-}
-
-/*
- * At the end of a restore, in the process that ran it, with the module's
- * lock held exclusively: a standby's finished pass over the followed set
- * gives its fraction.  A pass that stopped early (promotion, follow_primary
- * turned off) counted only part of the set; the previous pass's figure
- * stands if it is larger.
- */
-void
-wc_readiness_note_end(void)
-{
-	double		f;
-	uint64		handled;
-	int64		total = wc_shared->restore_blocks_total;
-
-	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
-		wc_shared->restore_finished_at == 0 ||
-		wc_shared->restore_started_at < wc_shared->restore_begun_at)
-		return;					/* it ended before it began counting */
-	f = restore_fraction(total);
-	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]);
-	if ((int64) handled < total && wc_shared->followed_pass_done)
-		f = Max(f, wc_shared->followed_fraction);
-	wc_shared->followed_fraction = f;
-	wc_shared->followed_pass_done = true;
-}
 
 /*
  * What this server holds of its job now: see the file header for the
@@ -162,7 +113,7 @@ readiness(void)
 	/* 1. The load at promotion, running or about to run. */
 	if (restoring && source == WC_SOURCE_PROMOTION)
 	{
-		r.fraction = counting ? restore_fraction(total) : 0.0;
+		r.fraction = counting ? wc_restore_fraction(total) : 0.0;
 		r.settled = false;
 		return r;
 	}
@@ -180,7 +131,7 @@ readiness(void)
 	/* 2. The saved file, being restored or about to be. */
 	if (restoring && source == WC_SOURCE_SAVED && counting)
 	{
-		r.fraction = restore_fraction(total);
+		r.fraction = wc_restore_fraction(total);
 		r.settled = false;
 		return r;
 	}
@@ -199,7 +150,7 @@ readiness(void)
 		r.settled = false;		/* a new pass may come at any time */
 		if (restoring && source == WC_SOURCE_FOLLOWED)
 		{
-			r.fraction = counting ? restore_fraction(total) : 0.0;
+			r.fraction = counting ? wc_restore_fraction(total) : 0.0;
 			if (pass_done)
 				r.fraction = Max(r.fraction, followed_fraction);
 		}
@@ -223,7 +174,7 @@ readiness(void)
 	 */
 	if (started_at != 0 && source != WC_SOURCE_FOLLOWED)
 	{
-		r.fraction = restore_fraction(total);
+		r.fraction = wc_restore_fraction(total);
 		r.settled = !restoring && retry_at == 0;
 		return r;
 	}

@@ -73,8 +73,9 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
 #include "worker.h"
 
 /* Without any worker slot for this long, the restore gives up. */

@@ -61,9 +61,9 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "restore.h"
 #include "runcodec.h"
+#include "shmem.h"
 #include "workload.h"
 
 /* Runs handed to the engine at once (one relation fork). */

@@ -31,7 +31,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "pg_warmcache.h"
+#include "shmem.h"
 #include "workload.h"
 
 /* How often the CPUs' load is read, in ms. */

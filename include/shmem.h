@@ -1,27 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * pg_warmcache.h
- *		The module's shared state, its state changes and its settings.
- *
- * Each other module has a header of its own: engine.h (the warming
- * engine), dumpfile.h (the dump file), restore.h (the restore),
- * autowarm.h (the autowarm worker), channel.h (the standby channel);
- * compat.h holds every difference between PostgreSQL majors.
+ * shmem.h
+ *		The module's shared state and its state changes (shmem.c).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
- *		include/pg_warmcache.h
+ *		include/shmem.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_WARMCACHE_H
-#define PG_WARMCACHE_H
+#ifndef PG_WARMCACHE_SHMEM_H
+#define PG_WARMCACHE_SHMEM_H
 
 #include "postgres.h"
 
 #include "port/atomics.h"
-#include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -137,23 +131,11 @@ typedef struct WarmShared
 
 extern WarmShared *wc_shared;
 
+extern void wc_reserve_shared(void);
 extern void wc_require_shared(void);
 extern bool wc_begin_operation(WarmState operation, bool wait);
 extern bool wc_begin_restore(RestoreSource source);
 extern void wc_end_operation(void);
+extern double wc_restore_fraction(int64 total);
 
-/*---- GUC variables ----*/
-
-extern bool wc_autowarm;
-extern int	wc_dump_interval;
-extern int	wc_restore_mode;
-extern int	wc_restore_workers;
-extern int	wc_max_restore_rate;
-extern bool wc_restore_yield;
-extern int	wc_sort_chunk;
-extern bool wc_dump_os_cache;
-extern int	wc_follow_primary;
-
-extern void _PG_init(void);
-
-#endif							/* PG_WARMCACHE_H */
+#endif							/* PG_WARMCACHE_SHMEM_H */
