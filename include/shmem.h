@@ -36,13 +36,22 @@ typedef enum WarmState
 /*
  * The shared state.
  *
- * NB: warmcache_status() copies the struct up to restore_blocks_done under
- * the lock: keep every field it reports that the lock protects above that
- * one, and the atomics from there on.
+ * The fields from state to followed_fraction are the lock's: they are
+ * written only with it held exclusively.  A reader that reports several of
+ * them as of one moment takes it in shared mode (warmcache_status(),
+ * readiness.c); a loop that looks at one of them to decide whether to go
+ * on (a restore worker at abort_requested, say) reads it without, and sees
+ * a change at its next look.
+ *
+ * The rest is not the lock's: the counters are atomics, restore_advice has
+ * its own spinlock, a restore slot is filled by the leader before it
+ * starts the slot's worker and read back after the worker has stopped,
+ * and the channel's notes are written by the autowarm worker and the
+ * channel worker it starts and waits for, one at a time.
  */
 typedef struct WarmShared
 {
-	LWLock	   *lock;			/* protects the fields below but the atomics */
+	LWLock	   *lock;			/* see above */
 	ConditionVariable cv;		/* signalled on every state change */
 
 	WarmState	state;
@@ -66,6 +75,9 @@ typedef struct WarmShared
 	WarmMode	restore_mode;
 	bool		restore_incomplete; /* some blocks neither restored nor gone */
 	char		incomplete_reason[64];	/* why, in words */
+	TimestampTz restore_begun_at;	/* when the restoring state began: a
+									 * restore_started_at before it is the
+									 * last restore's */
 	TimestampTz restore_started_at;
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
@@ -78,7 +90,7 @@ typedef struct WarmShared
 	WarmMode	restore_retry_mode;
 	int			restore_retries;	/* of that restore, so far */
 
-	/* the standby channel (channel.c), under the lock */
+	/* the standby channel (channel.c) */
 	bool		publish_pending;	/* a dump waits to be published */
 	uint64		publish_seq;	/* dumps that set publish_pending */
 	FollowState follow_state;	/* on a standby: what the channel found */
@@ -88,6 +100,15 @@ typedef struct WarmShared
 	int64		followed_os_tier;	/* of those, the OS tier's */
 	int64		followed_warm;	/* restored by the last pass */
 	int64		followed_os_tier_warm;	/* of those, the OS tier's */
+
+	/*
+	 * On a standby that follows: the fraction of the followed set that the
+	 * last finished pass found cached or read (readiness.c).
+	 */
+	bool		followed_pass_done;
+	double		followed_fraction;
+
+	/* Not the lock's from here on. */
 
 	pg_atomic_uint64 restore_blocks_done;
 	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
@@ -106,7 +127,7 @@ typedef struct WarmShared
 	/*
 	 * The restore's shared budgets, as virtual clocks in microseconds: each
 	 * worker moves a clock on by what it spent, and sleeps while the clock
-	 * is ahead of real time (see restore_worker.c).
+	 * is ahead of real time (see pacer.c).
 	 */
 	pg_atomic_uint64 rate_clock;	/* bytes read, at max_restore_rate */
 	pg_atomic_uint64 cpu_clock;		/* CPU time, while queries are busy */
@@ -115,16 +136,6 @@ typedef struct WarmShared
 	WarmAdviceShare restore_advice;
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
-
-	/*
-	 * On a standby that follows: the fraction of the followed set that the
-	 * last finished pass found cached or read (readiness.c), under the lock.
-	 */
-	bool		followed_pass_done;
-	double		followed_fraction;
-	TimestampTz restore_begun_at;	/* when the restoring state began: a
-									 * restore_started_at before it is the
-									 * last restore's */
 
 	ChannelNotes channel_notes; /* the channel workers' memory (channel.c) */
 } WarmShared;
