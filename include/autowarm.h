@@ -14,8 +14,6 @@
 #ifndef PG_WARMCACHE_AUTOWARM_H
 #define PG_WARMCACHE_AUTOWARM_H
 
-#include "postgres.h"
-
 extern void wc_register_autowarm_worker(void);
 extern PGDLLEXPORT void pg_warmcache_main(Datum arg);
 

@@ -20,8 +20,6 @@
 #ifndef PG_WARMCACHE_COMPAT_H
 #define PG_WARMCACHE_COMPAT_H
 
-#include "postgres.h"
-
 #include "common/relpath.h"
 #include "postmaster/bgworker.h"
 #include "storage/buf_internals.h"

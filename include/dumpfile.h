@@ -17,8 +17,6 @@
 #ifndef PG_WARMCACHE_DUMPFILE_H
 #define PG_WARMCACHE_DUMPFILE_H
 
-#include "postgres.h"
-
 #include <stdio.h>
 
 #include "compat.h"

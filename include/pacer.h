@@ -16,8 +16,6 @@
 #ifndef PG_WARMCACHE_PACER_H
 #define PG_WARMCACHE_PACER_H
 
-#include "postgres.h"
-
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 

@@ -17,8 +17,6 @@
 #ifndef PG_WARMCACHE_PARALLEL_WARM_H
 #define PG_WARMCACHE_PARALLEL_WARM_H
 
-#include "postgres.h"
-
 #include "engine.h"
 
 /* Upper bound of pg_warmcache.max_warm_workers. */

@@ -15,8 +15,6 @@
 #ifndef PG_WARMCACHE_READINESS_H
 #define PG_WARMCACHE_READINESS_H
 
-#include "postgres.h"
-
 /* What this server holds of its job: see readiness.c for the rules. */
 typedef struct Readiness
 {

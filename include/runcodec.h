@@ -14,8 +14,6 @@
 #ifndef PG_WARMCACHE_RUNCODEC_H
 #define PG_WARMCACHE_RUNCODEC_H
 
-#include "postgres.h"
-
 #include <stdio.h>
 
 #include "dumpfile.h"

@@ -13,8 +13,6 @@
 #ifndef PG_WARMCACHE_SHMEM_H
 #define PG_WARMCACHE_SHMEM_H
 
-#include "postgres.h"
-
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
