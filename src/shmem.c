@@ -184,8 +184,8 @@ wc_begin_restore(RestoreSource source)
 
 /*
  * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored (readiness.c).  total is its
- * restore_blocks_total; the counters are read as they are.
+ * cached over those of its file that can be restored (readiness.c).  total
+ * is its restore_blocks_total; the counters are read as they are.
  */
 double
 wc_restore_fraction(int64 total)

@@ -31,6 +31,7 @@
 #include "storage/ipc.h"
 #include "storage/smgr.h"
 #include "utils/builtins.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -58,15 +59,15 @@ PG_FUNCTION_INFO_V1(warmcache_is_warm);
 PG_FUNCTION_INFO_V1(warmcache_wait_warm);
 
 /*
- * Check that the row type the function was declared with in SQL has one of
- * the column counts the library fills, ncols[0..n-1]: one per version of
- * the extension that changed it, oldest first.  Another count means the
- * declaration and the library do not match, and the values would go into
- * the wrong columns.
+ * Check that the row type the called SQL function was declared with has
+ * one of the column counts that the library's function, symbol, fills:
+ * ncols[0..n-1], one per version of the extension that changed it, oldest
+ * first.  Another count means the declaration and the library do not
+ * match, and the values would go into the wrong columns.
  */
 static void
-check_result_columns(const char *function, TupleDesc tupdesc,
-					 const int *ncols, int n)
+check_result_columns(FunctionCallInfo fcinfo, const char *symbol,
+					 TupleDesc tupdesc, const int *ncols, int n)
 {
 	StringInfoData counts;
 	int			k;
@@ -80,8 +81,9 @@ check_result_columns(const char *function, TupleDesc tupdesc,
 						 k == 0 ? "" : k == n - 1 ? " or " : ", ", ncols[k]);
 	ereport(ERROR,
 			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("function %s() is declared to return %d columns, but the library returns %s",
-					function, tupdesc->natts, counts.data),
+			 errmsg("function %s is declared to return %d columns, but the library's %s() returns %s",
+					format_procedure(fcinfo->flinfo->fn_oid), tupdesc->natts,
+					symbol, counts.data),
 			 errdetail("The function's declaration in the database does not match any that a version of the extension makes.")));
 }
 
@@ -440,7 +442,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	wc_require_shared();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	check_result_columns("warmcache_status", tupdesc, status_columns,
+	check_result_columns(fcinfo, "warmcache_status", tupdesc, status_columns,
 						 lengthof(status_columns));
 
 	read_status_fields(&s);
@@ -581,8 +583,8 @@ warmcache_blocks(PG_FUNCTION_ARGS)
 
 	/* The 1.0 function has no tier column: the row is cut to its six. */
 	InitMaterializedSRF(fcinfo, 0);
-	check_result_columns("warmcache_blocks", rsinfo->setDesc, blocks_columns,
-						 lengthof(blocks_columns));
+	check_result_columns(fcinfo, "warmcache_blocks", rsinfo->setDesc,
+						 blocks_columns, lengthof(blocks_columns));
 
 	switch (wc_check_file(WC_DUMP_FILE, &hdr, &problem))
 	{
@@ -641,7 +643,7 @@ warmcache_saved_tiers(PG_FUNCTION_ARGS)
 	int			i;
 
 	InitMaterializedSRF(fcinfo, 0);
-	check_result_columns("warmcache_saved_tiers", rsinfo->setDesc,
+	check_result_columns(fcinfo, "warmcache_saved_tiers", rsinfo->setDesc,
 						 saved_tiers_columns, lengthof(saved_tiers_columns));
 	wc_sum_saved_tiers(&tiers[0], &tiers[1], &found);
 	if (!found)
