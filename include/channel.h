@@ -15,8 +15,6 @@
 #ifndef PG_WARMCACHE_CHANNEL_H
 #define PG_WARMCACHE_CHANNEL_H
 
-#include "postgres.h"
-
 /* The database where the channel's table lives, on every server. */
 #define WC_CHANNEL_DATABASE		"postgres"
 #define WC_CHANNEL_TABLE		"warmcache_published"

@@ -20,8 +20,6 @@
 #ifndef PG_WARMCACHE_COMPAT_H
 #define PG_WARMCACHE_COMPAT_H
 
-#include "postgres.h"
-
 #include "common/relpath.h"
 #include "postmaster/bgworker.h"
 #include "storage/buf_internals.h"
@@ -343,13 +341,18 @@ typedef struct WcBgworkerArray
 #define UINT32_ACCESS_ONCE(var)		 ((uint32)(*((volatile uint32 *)&(var))))
 #endif
 
-/*---- Module magic ----*/
+/*---- Module magic, and the library's initialization ----*/
 
 #if PG_VERSION_NUM >= 180000
 /* WC_VERSION is the control file's default_version (Makefile). */
 #define WC_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "pg_warmcache", .version = WC_VERSION)
 #else
 #define WC_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* fmgr.h declares _PG_init from 16 on. */
+#if PG_VERSION_NUM < 160000
+extern PGDLLEXPORT void _PG_init(void);
 #endif
 
 /*---- The fuzz harnesses' stand-ins (test/fuzz/fuzz_support.c) ----*/

@@ -17,8 +17,6 @@
 #ifndef PG_WARMCACHE_DUMPFILE_H
 #define PG_WARMCACHE_DUMPFILE_H
 
-#include "postgres.h"
-
 #include <stdio.h>
 
 #include "compat.h"
@@ -143,10 +141,6 @@ extern void wc_writer_finish(struct RunWriter *w, TimestampTz dumped_at,
 extern void wc_writer_header(struct RunWriter *w, TimestampTz dumped_at,
 							 WarmFileHeader *hdr);
 extern void wc_writer_abandon(struct RunWriter *w);
-extern char *wc_check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
-						  uint32 version);
 extern char *wc_check_claims(const WarmFileHeader *hdr);
-extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
-extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);
 
 #endif							/* PG_WARMCACHE_DUMPFILE_H */

@@ -18,8 +18,6 @@
 #ifndef PG_WARMCACHE_ENGINE_H
 #define PG_WARMCACHE_ENGINE_H
 
-#include "postgres.h"
-
 #include "common/relpath.h"
 #include "storage/block.h"
 #include "storage/spin.h"

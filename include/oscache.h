@@ -15,8 +15,6 @@
 #ifndef PG_WARMCACHE_OSCACHE_H
 #define PG_WARMCACHE_OSCACHE_H
 
-#include "postgres.h"
-
 #include "dumpfile.h"
 
 /* Receives the runs of cached blocks, one relation file segment at a time. */

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * pacer.h
- *		The restore's manners: progress, abort, the shared rate cap and CPU
- *		budget, yielding to queries that wait for reads, and noticing that
- *		a lock the restore holds, or its database, is wanted by others.
+ *		What a restore worker does between two chunks of its reads:
+ *		progress, abort, the shared rate cap and CPU budget, yielding to
+ *		queries that wait for reads, and noticing that a lock the restore
+ *		holds, or its database, is wanted by others (pacer.c).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -15,19 +16,11 @@
 #ifndef PG_WARMCACHE_PACER_H
 #define PG_WARMCACHE_PACER_H
 
-#include "postgres.h"
-
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
 #include "engine.h"
 #include "restore.h"
-
-/*
- * The CPU the restore, and a dump's walk of the OS cache, take while
- * queries are busy: percent of one core.
- */
-#define WC_BUSY_CPU_PERCENT 10
 
 /* Why a pacer stopped the engine. */
 typedef enum PacerStop
@@ -82,8 +75,6 @@ extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
 extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
 extern bool wc_database_wanted(Oid db);
 extern void wc_restore_sigterm_handler(SIGNAL_ARGS);
-extern void wc_look_at_backends(bool *reading, bool *on_cpu);
-extern int64 wc_cpu_time_us(void);
 extern void wc_pacer_report(RestorePacer *pacer, const char *what);
 
 #endif							/* PG_WARMCACHE_PACER_H */

@@ -17,17 +17,10 @@
 #ifndef PG_WARMCACHE_PARALLEL_WARM_H
 #define PG_WARMCACHE_PARALLEL_WARM_H
 
-#include "postgres.h"
-
 #include "engine.h"
 
 /* Upper bound of pg_warmcache.max_warm_workers. */
 #define WC_MAX_WARM_WORKERS 64
-
-/* Settings (pg_warmcache.c defines them). */
-extern int	wc_max_warm_workers;
-extern int	wc_min_parallel_warm_size;
-extern int	wc_warm_worker_delay;
 
 extern uint64 wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 							const WarmRange *range);

@@ -14,8 +14,6 @@
 #ifndef PG_WARMCACHE_PUBDELTA_H
 #define PG_WARMCACHE_PUBDELTA_H
 
-#include "postgres.h"
-
 #include "dumpfile.h"
 
 #define WC_DELTA_MAGIC		0x44525757	/* "WWRD" little-endian */

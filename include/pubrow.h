@@ -14,8 +14,6 @@
 #ifndef PG_WARMCACHE_PUBROW_H
 #define PG_WARMCACHE_PUBROW_H
 
-#include "postgres.h"
-
 #include "datatype/timestamp.h"
 #include "dumpfile.h"
 #include "pubdelta.h"

@@ -15,8 +15,6 @@
 #ifndef PG_WARMCACHE_RESTORE_H
 #define PG_WARMCACHE_RESTORE_H
 
-#include "postgres.h"
-
 #include "port/atomics.h"
 
 #include "dumpfile.h"

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * runcodec.h
- *		The compact encoding of the dump file's runs (format version 3).
+ *		The dump file's runs: their order, the checks each run passes, and
+ *		their compact encoding (format version 3).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -12,8 +13,6 @@
  */
 #ifndef PG_WARMCACHE_RUNCODEC_H
 #define PG_WARMCACHE_RUNCODEC_H
-
-#include "postgres.h"
 
 #include <stdio.h>
 
@@ -82,6 +81,18 @@ typedef enum DecodeResult
 	WC_DECODE_BAD				/* malformed: *problem says how */
 } DecodeResult;
 
+/* Whether two runs are of one rank and relation fork: one group. */
+static inline bool
+wc_same_group(const WarmRun *a, const WarmRun *b)
+{
+	return a->rank == b->rank && a->db == b->db && a->spc == b->spc &&
+		a->relnumber == b->relnumber && a->fork == b->fork;
+}
+
+extern int	wc_run_cmp(const WarmRun *a, const WarmRun *b);
+extern int	wc_run_phys_cmp(const WarmRun *a, const WarmRun *b);
+extern char *wc_check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
+						  uint32 version);
 extern int	wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out);
 extern void wc_byte_source_init(ByteSource *src, FILE *fp, uint64 offset,
 								uint64 limit, pg_crc32c *crc);

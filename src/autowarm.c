@@ -48,18 +48,18 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/pmsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/pidfile.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "autowarm.h"
 #include "channel.h"
 #include "dumpfile.h"
-#include "pg_warmcache.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
+#include "worker.h"
 
 /* How often a following standby looks at what the primary published */
 #define WC_FOLLOW_POLL_MS		5000
@@ -69,8 +69,6 @@
 
 /* The postmaster starts the worker again this long after it exited with 1 */
 #define WC_RESTART_S			10
-
-volatile sig_atomic_t wc_cancel_pending = false;
 
 /*
  * Register the autowarm worker; called from _PG_init.
@@ -127,39 +125,6 @@ shutdown_dump_sigterm_handler(SIGNAL_ARGS)
 		ShutdownRequestPending = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
-}
-
-/*
- * Is the server shutting down?  The postmaster marks its lock file
- * "stopping" before it signals its children to stop (smart, fast and
- * immediate shutdown alike), so a SIGTERM that does not find it so came
- * from someone else.  A lock file that cannot be read, or a postmaster
- * that is gone, count as shutting down: nothing is to come back then.
- */
-bool
-wc_server_stopping(void)
-{
-	FILE	   *fp;
-	char		line[2 * MAXPGPATH];
-	int			lineno = 0;
-	bool		stopping = true;
-
-	if (!PostmasterIsAlive())
-		return true;
-	fp = AllocateFile("postmaster.pid", "r");
-	if (fp == NULL)
-		return true;
-	while (fgets(line, sizeof(line), fp) != NULL)
-	{
-		if (++lineno == LOCK_FILE_LINE_PM_STATUS)
-		{
-			stopping = strncmp(line, PM_STATUS_STOPPING,
-							   strlen(PM_STATUS_STOPPING)) == 0;
-			break;
-		}
-	}
-	FreeFile(fp);
-	return stopping;
 }
 
 /* On exit: no worker any more, and no operation of ours left begun. */

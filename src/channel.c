@@ -96,10 +96,11 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
+#include "shmem.h"
+#include "worker.h"
 
 /*
  * The most deltas published after a full publication: a standby that

@@ -44,8 +44,9 @@
 
 #include "dumpfile.h"
 #include "oscache.h"
-#include "pg_warmcache.h"
 #include "runcodec.h"
+#include "settings.h"
+#include "shmem.h"
 
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256
@@ -66,55 +67,10 @@ typedef struct MergeState
 	MergeInput *inputs;
 } MergeState;
 
-/*
- * Physical order of runs: database, tablespace, relation, fork, start.
- */
-int
-wc_run_phys_cmp(const WarmRun *a, const WarmRun *b)
-{
-	if (a->db != b->db)
-		return a->db < b->db ? -1 : 1;
-	if (a->spc != b->spc)
-		return a->spc < b->spc ? -1 : 1;
-	if (a->relnumber != b->relnumber)
-		return a->relnumber < b->relnumber ? -1 : 1;
-	if (a->fork != b->fork)
-		return a->fork < b->fork ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return 0;
-}
-
-/*
- * Order of runs in the file: hottest rank first, the OS tier last, then
- * physical order.
- */
-int
-wc_run_cmp(const WarmRun *a, const WarmRun *b)
-{
-	int			ra = wc_rank_slot(a->rank);
-	int			rb = wc_rank_slot(b->rank);
-
-	if (ra != rb)
-	{
-		if (ra == WC_RANK_SLOT_OS || rb == WC_RANK_SLOT_OS)
-			return ra == WC_RANK_SLOT_OS ? 1 : -1;
-		return ra > rb ? -1 : 1;
-	}
-	return wc_run_phys_cmp(a, b);
-}
-
 static int
 run_qsort_cmp(const void *a, const void *b)
 {
 	return wc_run_cmp((const WarmRun *) a, (const WarmRun *) b);
-}
-
-static bool
-same_fork(const WarmRun *a, const WarmRun *b)
-{
-	return a->rank == b->rank && a->db == b->db && a->spc == b->spc &&
-		a->relnumber == b->relnumber && a->fork == b->fork;
 }
 
 /*
@@ -567,14 +523,6 @@ wc_saved_blocks_limit(void)
 	return 4 * Max(memory_blocks, (uint64) NBuffers);
 }
 
-/* The rank of a run, in words for a log line. */
-static char *
-rank_words(uint32 rank)
-{
-	return rank == WC_RANK_OS ? pstrdup("the OS tier") :
-		psprintf("rank %u", rank);
-}
-
 /*
  * What the header claims, before any run is read: a file that names more
  * blocks than this server could ever hold (both tiers, see
@@ -594,57 +542,6 @@ wc_check_claims(const WarmFileHeader *hdr)
 		return psprintf("the header announces %llu runs for %llu blocks, but every run holds at least one block",
 						(unsigned long long) hdr->nruns,
 						(unsigned long long) hdr->nblocks);
-	return NULL;
-}
-
-/*
- * Check run i of a file of the given version against itself and against
- * prev, the run before it (NULL for the first).  Returns the problem, or
- * NULL.  The writer applies the same checks to each run it writes
- * (runcodec.c), so that it never writes a file this would refuse.
- *
- * The file is sorted, so runs of one relation fork and rank follow one
- * another by start; each must begin at or after the end of the one before,
- * which, by induction, ends past every earlier one.  Ordering alone would
- * let them overlap, and overlapping runs make a restore read the same
- * blocks again and again: 300 runs over one table, each to its end, read
- * it 300 times.  From version 3 on they may not touch either: the writer
- * merges runs that touch, so a file of such runs is not one it wrote, and
- * every file accepted is the one its runs encode, byte for byte.
- */
-char *
-wc_check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
-			 uint32 version)
-{
-	/* In 64 bits: start + count must not wrap around 2^32. */
-	uint64		end = (uint64) run->start + run->count;
-
-	if ((run->rank > WC_MAX_RANK &&
-		 (run->rank != WC_RANK_OS || version < 2)) ||
-		run->fork > MAX_FORKNUM ||
-		run->count == 0 ||
-		(prev != NULL && wc_run_cmp(prev, run) >= 0))
-		return psprintf("run %llu is invalid or out of order",
-						(unsigned long long) i);
-	if (end > (uint64) MaxBlockNumber + 1)
-		return psprintf("run %llu ends past the largest possible relation: blocks %u to %llu, but a relation has at most %llu blocks",
-						(unsigned long long) i, run->start,
-						(unsigned long long) (end - 1),
-						(unsigned long long) MaxBlockNumber + 1);
-	if (prev != NULL && same_fork(prev, run) &&
-		run->start < (uint64) prev->start + prev->count)
-		return psprintf("runs %llu and %llu overlap: both name block %u of relation %u/%u/%u fork %u in %s",
-						(unsigned long long) (i - 1),
-						(unsigned long long) i,
-						run->start, run->spc, run->db, run->relnumber,
-						run->fork, rank_words(run->rank));
-	if (version >= 3 && prev != NULL && same_fork(prev, run) &&
-		run->start == (uint64) prev->start + prev->count)
-		return psprintf("runs %llu and %llu touch at block %u of relation %u/%u/%u fork %u in %s, where the writer makes one run",
-						(unsigned long long) (i - 1),
-						(unsigned long long) i,
-						run->start, run->spc, run->db, run->relnumber,
-						run->fork, rank_words(run->rank));
 	return NULL;
 }
 
@@ -740,7 +637,7 @@ check_compact_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
 		else
 			bad = wc_check_run(i, &run, i > 0 ? &prev : NULL, hdr->version);
 		/* The encoder opens a group only for another key. */
-		if (bad == NULL && group_start && i > 0 && same_fork(&prev, &run))
+		if (bad == NULL && group_start && i > 0 && wc_same_group(&prev, &run))
 			bad = psprintf("run %llu opens a group for the relation fork and rank of the group before it",
 						   (unsigned long long) i);
 		if (bad != NULL)

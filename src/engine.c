@@ -23,7 +23,7 @@
  * it for the caller (parallel_warm.c).
  *
  * A pacer (engine.h) lets the restore change the window and sleep between
- * chunks; warm() and warm_table() (warm.c) run at full speed.
+ * chunks; warm() and warm_table() (sql.c, warm.c) run at full speed.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *

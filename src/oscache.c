@@ -62,7 +62,7 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "oscache.h"
-#include "pacer.h"
+#include "workload.h"
 
 /*
  * Blocks of a segment one count of cached pages or one mincore() call asks

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pacer.c
- *		The restore's manners: what a restore worker does between two
- *		chunks of its reads.
+ *		What a restore worker does between two chunks of its reads.
  *
  * The warming engine calls the pacer before each chunk (32 blocks, or 8
  * while yielding).  The pacer:
@@ -20,11 +19,10 @@
  *   working set from before, and the sooner it is read the sooner they
  *   stop waiting.  (Smaller pieces let one query's read pass ours, but
  *   cost an I/O operation per 64 kB: where operations are the limit, the
- *   queries' own reads take most of them and the restore ran at half its
- *   rate, making every query wait twice as long; the reboot scenario's
- *   t90 went from 14 s to 28 s with eight clients.  pg_warmcache.
- *   restore_yield brings them back for workloads that read outside the
- *   saved set.)
+ *   queries' own reads take most of them, the restore's rate halves, and
+ *   the queries, which wait for what the restore reads, wait about twice
+ *   as long.  pg_warmcache.restore_yield brings small pieces back for
+ *   workloads that read outside the saved set.)
  * - while queries keep every CPU busy and none waits for a read, reads the
  *   buffer tier into the OS cache only, leaving the copy into shared
  *   buffers to the first query that wants a block (where dumps record the
@@ -60,13 +58,6 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <time.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 #include "catalog/catalog.h"
 #include "catalog/pg_database_d.h"
 #include "miscadmin.h"
@@ -81,9 +72,10 @@
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
-#include "compat.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
+#include "settings.h"
+#include "shmem.h"
+#include "workload.h"
 
 /* Blocks per read while queries wait for reads: 64 kB. */
 #define WC_YIELD_IO_BLOCKS	8
@@ -92,7 +84,6 @@
 #define WC_LOCK_PROBE_MS	10
 #define WC_DB_PROBE_MS		100
 #define WC_FG_PROBE_MS		2
-#define WC_CPU_PROBE_MS		10
 
 /*
  * Queries seen on a CPU this recently make the restore frugal, unless one
@@ -288,114 +279,6 @@ wc_pacer_sleep(RestorePacer *pacer, long ms)
 	}
 }
 
-static bool
-is_restore_process(int pid)
-{
-	int			i;
-
-	if (pid == wc_shared->worker_pid)
-		return true;
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-		if (wc_shared->slots[i].pid == pid)
-			return true;
-	return false;
-}
-
-/*
- * Are all CPUs taken, so that what we run, someone else waits for?  On
- * Linux, the tasks that are running or ready to run (the fourth field of
- * /proc/loadavg, ourselves included) against the CPUs we may run on, more
- * of them in two looks running; read at most every WC_CPU_PROBE_MS, the
- * last answer standing in between.
- * Elsewhere, taken to be so whenever a query runs.
- */
-static bool
-cpus_taken(void)
-{
-#ifdef __linux__
-	static int	ncpus = 0;
-	static TimestampTz probed_at = 0;
-	static bool taken = true;
-	static int	streak = 0;
-	TimestampTz now = GetCurrentTimestamp();
-	char		buf[128];
-	int			fd;
-	ssize_t		len;
-	int			running;
-
-	if (ncpus == 0)
-	{
-		cpu_set_t	set;
-
-		CPU_ZERO(&set);
-		ncpus = sched_getaffinity(0, sizeof(set), &set) == 0 ?
-			CPU_COUNT(&set) : (int) sysconf(_SC_NPROCESSORS_ONLN);
-		ncpus = Max(ncpus, 1);
-	}
-	if (now - probed_at < (TimestampTz) WC_CPU_PROBE_MS * 1000)
-		return taken;
-	probed_at = now;
-	fd = open("/proc/loadavg", O_RDONLY);
-	if (fd < 0)
-		return taken = true;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return taken = true;
-	buf[len] = '\0';
-	if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
-		return taken = true;
-	/* Twice running: a process starting up is not a busy machine. */
-	streak = running > ncpus ? streak + 1 : 0;
-	return taken = (streak >= 2);
-#else
-	return true;
-#endif
-}
-
-/*
- * Look at what the other backends do: does one wait for a data file read,
- * is one running on a CPU that we would take from it?  wait_event_info is
- * read without a lock, as pg_stat_activity does: a stale value only delays
- * the reaction by one look.  A backend with no wait event is running; an
- * idle one waits for its client.  A running one counts only while all CPUs
- * are taken (cpus_taken): where a CPU is free, what we run costs no query
- * anything.  Auxiliary processes (18's I/O workers among them) sit above
- * MaxBackends and are not looked at: they work on others' behalf.
- */
-void
-wc_look_at_backends(bool *reading, bool *on_cpu)
-{
-	int			i;
-
-	*reading = *on_cpu = false;
-	for (i = 0; i < MaxBackends && !*reading; i++)
-	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		int			pid = proc->pid;
-		uint32		wait = UINT32_ACCESS_ONCE(proc->wait_event_info);
-
-		/*
-		 * A process that exited leaves its pid in its PGPROC, with no wait
-		 * event: it would look busy for good.  Its latch tells: it is
-		 * disowned at exit.
-		 */
-		if (pid == 0 || pid == MyProcPid ||
-			*((volatile int *) &proc->procLatch.owner_pid) != pid)
-			continue;
-		if (wait != 0 && !wc_is_read_wait(wait))
-			continue;
-		if (is_restore_process(pid))
-			continue;
-		if (wait == 0)
-			*on_cpu = true;
-		else
-			*reading = true;
-	}
-	if (*on_cpu && !cpus_taken())
-		*on_cpu = false;
-}
-
 static void
 look_at_backends(RestorePacer *pacer, TimestampTz now)
 {
@@ -406,17 +289,6 @@ look_at_backends(RestorePacer *pacer, TimestampTz now)
 		pacer->fg_read_at = now;
 	if (on_cpu)
 		pacer->fg_busy_at = now;
-}
-
-/* This process's CPU time, in microseconds. */
-int64
-wc_cpu_time_us(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /*

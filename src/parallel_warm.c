@@ -88,7 +88,8 @@
 
 #include "compat.h"
 #include "parallel_warm.h"
-#include "pg_warmcache.h"
+#include "settings.h"
+#include "shmem.h"
 
 /* Stripes: at most this many blocks, at least WC_MIN_WARM_STRIPE. */
 #define WC_WARM_STRIPE		4096

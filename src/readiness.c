@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * readiness.c
- *		Whether this server holds what it is warming: warmcache_is_warm()
- *		and warmcache_wait_warm(), for readiness probes, load balancer
- *		checks, failover managers' callbacks and scripts.
+ *		Whether this server holds what it is warming: the answer that
+ *		warmcache_is_warm() and warmcache_wait_warm() (sql.c) give to
+ *		readiness probes, load balancer checks, failover managers'
+ *		callbacks and scripts.
  *
  * The answer is one fraction, of the job the server has now, by the first
  * of these that applies:
@@ -21,7 +22,8 @@
  * past the end) or excluded (template databases) are out of the count;
  * blocks skipped as locked or unreadable stay in it, since the server does
  * not hold them.  A standby's fraction of the followed set is that of the
- * last finished pass; during a pass, the larger of it and the pass's own
+ * last finished pass, which the end of the pass notes (shmem.c,
+ * wc_end_operation()); during a pass, the larger of it and the pass's own
  * (a pass finds cached what the previous one left, so it starts where the
  * previous one ended, but counts from zero).  Until a first pass ends, 0.
  *
@@ -39,88 +41,29 @@
  */
 #include "postgres.h"
 
-#include <math.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
-#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "dumpfile.h"
-#include "pg_warmcache.h"
 #include "readiness.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
 
-PG_FUNCTION_INFO_V1(warmcache_is_warm);
-PG_FUNCTION_INFO_V1(warmcache_wait_warm);
-
-/* How often warmcache_wait_warm() looks again. */
+/* How often wc_wait_warm() looks again. */
 #define WC_READY_POLL_MS	100
-
-typedef struct Readiness
-{
-	double		fraction;
-	bool		settled;		/* it will not change without a new job */
-} Readiness;
-
-/*
- * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored.  total is its
- * restore_blocks_total; the counters are read as they are.
- */
-static double
-restore_fraction(int64 total)
-{
-	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	int64		can;
-
-	can = total -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]);
-	if (can <= 0)
-		return 1.0;
-	return Min((double) done / (double) can, 1.0);
-}
-
-/*
- * At the end of a restore, in the process that ran it, with the module's
- * lock held exclusively: a standby's finished pass over the followed set
- * gives its fraction.  A pass that stopped early (promotion, follow_primary
- * turned off) counted only part of the set; the previous pass's figure
- * stands if it is larger.
- */
-void
-wc_readiness_note_end(void)
-{
-	double		f;
-	uint64		handled;
-	int64		total = wc_shared->restore_blocks_total;
-
-	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
-		wc_shared->restore_finished_at == 0 ||
-		wc_shared->restore_started_at < wc_shared->restore_begun_at)
-		return;					/* it ended before it began counting */
-	f = restore_fraction(total);
-	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]);
-	if ((int64) handled < total && wc_shared->followed_pass_done)
-		f = Max(f, wc_shared->followed_fraction);
-	wc_shared->followed_fraction = f;
-	wc_shared->followed_pass_done = true;
-}
 
 /*
  * What this server holds of its job now: see the file header for the
  * order of the rules.
  */
-static Readiness
-readiness(void)
+Readiness
+wc_readiness(void)
 {
 	Readiness	r = {1.0, true};
 	WarmState	state;
@@ -162,7 +105,7 @@ readiness(void)
 	/* 1. The load at promotion, running or about to run. */
 	if (restoring && source == WC_SOURCE_PROMOTION)
 	{
-		r.fraction = counting ? restore_fraction(total) : 0.0;
+		r.fraction = counting ? wc_restore_fraction(total) : 0.0;
 		r.settled = false;
 		return r;
 	}
@@ -180,7 +123,7 @@ readiness(void)
 	/* 2. The saved file, being restored or about to be. */
 	if (restoring && source == WC_SOURCE_SAVED && counting)
 	{
-		r.fraction = restore_fraction(total);
+		r.fraction = wc_restore_fraction(total);
 		r.settled = false;
 		return r;
 	}
@@ -199,7 +142,7 @@ readiness(void)
 		r.settled = false;		/* a new pass may come at any time */
 		if (restoring && source == WC_SOURCE_FOLLOWED)
 		{
-			r.fraction = counting ? restore_fraction(total) : 0.0;
+			r.fraction = counting ? wc_restore_fraction(total) : 0.0;
 			if (pass_done)
 				r.fraction = Max(r.fraction, followed_fraction);
 		}
@@ -223,7 +166,7 @@ readiness(void)
 	 */
 	if (started_at != 0 && source != WC_SOURCE_FOLLOWED)
 	{
-		r.fraction = restore_fraction(total);
+		r.fraction = wc_restore_fraction(total);
 		r.settled = !restoring && retry_at == 0;
 		return r;
 	}
@@ -236,8 +179,8 @@ readiness(void)
  * An answer short of min_fraction while the restore waits for a database
  * that a command wants says so, to the caller only.
  */
-static void
-note_waiting(double fraction, double min_fraction)
+void
+wc_note_waiting(double fraction, double min_fraction)
 {
 	Oid			db;
 	WarmState	state;
@@ -256,55 +199,17 @@ note_waiting(double fraction, double min_fraction)
 					   WC_DB_WANTED_MAX_S)));
 }
 
-static double
-get_min_fraction(FunctionCallInfo fcinfo)
-{
-	double		min_fraction = PG_GETARG_FLOAT8(0);
-
-	if (isnan(min_fraction) || min_fraction < 0.0 || min_fraction > 1.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("\"min_fraction\" must be between 0 and 1")));
-	return min_fraction;
-}
-
 /*
- * warmcache_is_warm(min_fraction float8 DEFAULT 0.9) returns bool: whether
- * this server holds at least min_fraction of what it is restoring,
- * following or loading at promotion; true on a server with nothing to do.
+ * Wait until this server holds at least min_fraction of its job, until the
+ * job ended short of it (a restore that finished incomplete or was
+ * aborted: nothing more will come), or at most wait_seconds; returns the
+ * fraction it holds then.  0 seconds: look once.
  */
-Datum
-warmcache_is_warm(PG_FUNCTION_ARGS)
+double
+wc_wait_warm(double min_fraction, int32 wait_seconds)
 {
-	double		min_fraction = get_min_fraction(fcinfo);
-	double		fraction;
-
-	wc_require_shared();
-	fraction = readiness().fraction;
-	note_waiting(fraction, min_fraction);
-	PG_RETURN_BOOL(fraction >= min_fraction);
-}
-
-/*
- * warmcache_wait_warm(min_fraction float8 DEFAULT 0.9, wait_seconds int4
- * DEFAULT 60) returns float8: waits until this server holds at least
- * min_fraction of its job, until the job ended short of it (a restore that
- * finished incomplete or was aborted: nothing more will come), or at most
- * wait_seconds; returns the fraction it holds then.  0 seconds: look once.
- */
-Datum
-warmcache_wait_warm(PG_FUNCTION_ARGS)
-{
-	double		min_fraction = get_min_fraction(fcinfo);
-	int32		wait_seconds = PG_GETARG_INT32(1);
 	TimestampTz deadline;
 	Readiness	r;
-
-	if (wait_seconds < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("\"wait_seconds\" must not be negative")));
-	wc_require_shared();
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   (int64) wait_seconds * 1000);
@@ -313,7 +218,7 @@ warmcache_wait_warm(PG_FUNCTION_ARGS)
 		long		left;
 
 		CHECK_FOR_INTERRUPTS();
-		r = readiness();
+		r = wc_readiness();
 		if (r.fraction >= min_fraction || r.settled)
 			break;
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
@@ -323,6 +228,5 @@ warmcache_wait_warm(PG_FUNCTION_ARGS)
 						 Min(left, WC_READY_POLL_MS), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	note_waiting(r.fraction, min_fraction);
-	PG_RETURN_FLOAT8(r.fraction);
+	return r.fraction;
 }

@@ -70,12 +70,13 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "autowarm.h"
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "restore.h"
+#include "settings.h"
+#include "shmem.h"
+#include "worker.h"
 
 /* Without any worker slot for this long, the restore gives up. */
 #define WC_LAUNCH_PATIENCE_S	60
@@ -1055,6 +1056,18 @@ wc_source_name(RestoreSource source)
 }
 
 /*
+ * Set abort_requested, which the workers look at between chunks (pacer.c)
+ * and warmcache_status() reports, under the lock.
+ */
+static void
+set_abort_requested(bool value)
+{
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_shared->abort_requested = value;
+	LWLockRelease(wc_shared->lock);
+}
+
+/*
  * Why a restore stops before its end, if it is to: the server shuts down,
  * the autowarm worker is terminated, an abort or a cancel (SIGINT) was
  * asked for, or a pass over the followed set is no longer wanted.  Then
@@ -1092,7 +1105,7 @@ leader_check_stop(RestoreLeader *leader)
 		note_incomplete(leader, reason);
 		leader->stopped = true;
 	}
-	wc_shared->abort_requested = true;	/* the workers look at it */
+	set_abort_requested(true);	/* the workers look at it */
 	stop_workers(leader);
 }
 
@@ -1144,7 +1157,7 @@ end_restore(RestoreLeader *leader, bool workers_may_run)
 	leading = NULL;
 	if (workers_may_run && leader->running > 0)
 	{
-		wc_shared->abort_requested = true;
+		set_abort_requested(true);
 		end_workers_now(leader);
 	}
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
@@ -1155,11 +1168,7 @@ end_restore(RestoreLeader *leader, bool workers_may_run)
 	if (leader->published)
 		report_end(leader);		/* clears abort_requested */
 	else
-	{
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->abort_requested = false;
-		LWLockRelease(wc_shared->lock);
-	}
+		set_abort_requested(false);
 	wc_end_operation();
 }
 
@@ -1240,7 +1249,9 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 	}
 	memset(leader, 0, sizeof(*leader));
 	leader->source = source;
+	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
 	wc_shared->restore_source = source;
+	LWLockRelease(wc_shared->lock);
 	leading = leader;
 
 	PG_TRY();

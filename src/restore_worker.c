@@ -61,8 +61,10 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "pacer.h"
-#include "pg_warmcache.h"
 #include "restore.h"
+#include "runcodec.h"
+#include "shmem.h"
+#include "workload.h"
 
 /* Runs handed to the engine at once (one relation fork). */
 #define WC_BATCH_RUNS	1024

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * runcodec.c
- *		The compact encoding of the dump file's runs (format version 3).
+ *		The dump file's runs: their order, the checks each run passes, and
+ *		their compact encoding (format version 3).
  *
  * Versions 1 and 2 of the file store each run as seven 32-bit fields, 28
  * bytes, whatever it holds.  A fragmented cache (every other block cached)
@@ -25,8 +26,10 @@
  * Decoding checks the shape of the bytes (a number too long or cut off, a
  * run before any group header, a header without a run, a run past the
  * largest block number) and returns the problem in words; what the runs
- * mean (order, disjointness, ranks, forks) dumpfile.c checks as for every
- * version.  Memory: one buffer of WC_BYTE_BUF bytes per reader.
+ * mean (order, disjointness, ranks, forks) wc_check_run() checks, here,
+ * as for every version: the reader of the file (dumpfile.c) and the
+ * writer below both call it.  Memory: one buffer of WC_BYTE_BUF bytes per
+ * reader.
  *
  * The writer of runs (RunWriter) is here too: it merges runs that touch,
  * encodes them, and hands the bytes to a file or to memory; dumpfile.c
@@ -42,6 +45,108 @@
 #include "postgres.h"
 
 #include "runcodec.h"
+
+/*---- The order of runs, and what a run may be ----*/
+
+/*
+ * Physical order of runs: database, tablespace, relation, fork, start.
+ */
+int
+wc_run_phys_cmp(const WarmRun *a, const WarmRun *b)
+{
+	if (a->db != b->db)
+		return a->db < b->db ? -1 : 1;
+	if (a->spc != b->spc)
+		return a->spc < b->spc ? -1 : 1;
+	if (a->relnumber != b->relnumber)
+		return a->relnumber < b->relnumber ? -1 : 1;
+	if (a->fork != b->fork)
+		return a->fork < b->fork ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Order of runs in the file: hottest rank first, the OS tier last, then
+ * physical order.
+ */
+int
+wc_run_cmp(const WarmRun *a, const WarmRun *b)
+{
+	int			ra = wc_rank_slot(a->rank);
+	int			rb = wc_rank_slot(b->rank);
+
+	if (ra != rb)
+	{
+		if (ra == WC_RANK_SLOT_OS || rb == WC_RANK_SLOT_OS)
+			return ra == WC_RANK_SLOT_OS ? 1 : -1;
+		return ra > rb ? -1 : 1;
+	}
+	return wc_run_phys_cmp(a, b);
+}
+
+/* The rank of a run, in words for a log line. */
+static char *
+rank_words(uint32 rank)
+{
+	return rank == WC_RANK_OS ? pstrdup("the OS tier") :
+		psprintf("rank %u", rank);
+}
+
+/*
+ * Check run i of a file of the given version against itself and against
+ * prev, the run before it (NULL for the first).  Returns the problem, or
+ * NULL.  The reader (dumpfile.c) checks every run it reads with it, and
+ * the writer each run it writes (writer_emit()), so that it never writes a
+ * file the reader would refuse.
+ *
+ * The file is sorted, so runs of one relation fork and rank follow one
+ * another by start; each must begin at or after the end of the one before,
+ * which, by induction, ends past every earlier one.  Ordering alone would
+ * let them overlap, and overlapping runs make a restore read the same
+ * blocks again and again: 300 runs over one table, each to its end, read
+ * it 300 times.  From version 3 on they may not touch either: the writer
+ * merges runs that touch, so a file of such runs is not one it wrote, and
+ * every file accepted is the one its runs encode, byte for byte.
+ */
+char *
+wc_check_run(uint64 i, const WarmRun *run, const WarmRun *prev,
+			 uint32 version)
+{
+	/* In 64 bits: start + count must not wrap around 2^32. */
+	uint64		end = (uint64) run->start + run->count;
+
+	if ((run->rank > WC_MAX_RANK &&
+		 (run->rank != WC_RANK_OS || version < 2)) ||
+		run->fork > MAX_FORKNUM ||
+		run->count == 0 ||
+		(prev != NULL && wc_run_cmp(prev, run) >= 0))
+		return psprintf("run %llu is invalid or out of order",
+						(unsigned long long) i);
+	if (end > (uint64) MaxBlockNumber + 1)
+		return psprintf("run %llu ends past the largest possible relation: blocks %u to %llu, but a relation has at most %llu blocks",
+						(unsigned long long) i, run->start,
+						(unsigned long long) (end - 1),
+						(unsigned long long) MaxBlockNumber + 1);
+	if (prev != NULL && wc_same_group(prev, run) &&
+		run->start < (uint64) prev->start + prev->count)
+		return psprintf("runs %llu and %llu overlap: both name block %u of relation %u/%u/%u fork %u in %s",
+						(unsigned long long) (i - 1),
+						(unsigned long long) i,
+						run->start, run->spc, run->db, run->relnumber,
+						run->fork, rank_words(run->rank));
+	if (version >= 3 && prev != NULL && wc_same_group(prev, run) &&
+		run->start == (uint64) prev->start + prev->count)
+		return psprintf("runs %llu and %llu touch at block %u of relation %u/%u/%u fork %u in %s, where the writer makes one run",
+						(unsigned long long) (i - 1),
+						(unsigned long long) i,
+						run->start, run->spc, run->db, run->relnumber,
+						run->fork, rank_words(run->rank));
+	return NULL;
+}
+
+/*---- The encoding ----*/
 
 /* The first byte of a group header. */
 #define WC_GROUP_TAG	0
@@ -60,13 +165,6 @@ put_number(uint8 *out, uint32 v)
 	return n;
 }
 
-static bool
-same_group(const WarmRun *a, const WarmRun *b)
-{
-	return a->rank == b->rank && a->db == b->db && a->spc == b->spc &&
-		a->relnumber == b->relnumber && a->fork == b->fork;
-}
-
 /*
  * Encode run, which follows the runs coder has seen in file order, into
  * out (at least WC_MAX_ENCODED_RUN bytes); returns the bytes written.
@@ -76,7 +174,7 @@ wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out)
 {
 	int			n = 0;
 
-	if (!coder->in_group || !same_group(&coder->key, run))
+	if (!coder->in_group || !wc_same_group(&coder->key, run))
 	{
 		out[n++] = WC_GROUP_TAG;
 		n += put_number(out + n, run->rank);
@@ -316,12 +414,6 @@ wc_writer_begin_memory(RunWriter *w, StringInfo buf)
 }
 
 /*
- * Write a run.  In the dump file's encoding the run first passes the
- * reader's checks (dumpfile.c), against the run written before it: one
- * that fails would make the whole file unusable, so nothing more is
- * written and w->problem says why; the caller does not use the file.
- */
-/*
  * Begin runs in the file's encoding that go nowhere: the writer merges,
  * checks and counts them, and wc_writer_header() gives the header of the
  * file they would make.
@@ -334,6 +426,12 @@ wc_writer_begin_counting(RunWriter *w)
 	INIT_CRC32C(w->crc);
 }
 
+/*
+ * Write a run.  In the dump file's encoding the run first passes the
+ * reader's checks (wc_check_run()), against the run written before it: one
+ * that fails would make the whole file unusable, so nothing more is
+ * written and w->problem says why; the caller does not use the file.
+ */
 static void
 writer_emit(RunWriter *w, const WarmRun *run)
 {
@@ -372,7 +470,7 @@ writer_emit(RunWriter *w, const WarmRun *run)
 void
 wc_writer_add(RunWriter *w, const WarmRun *run)
 {
-	if (w->have && same_group(&w->cur, run) &&
+	if (w->have && wc_same_group(&w->cur, run) &&
 		run->start <= w->cur.start + w->cur.count)
 	{
 		uint64		end = Max((uint64) w->cur.start + w->cur.count,

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * warm.c
- *		The SQL functions warm() and warm_table().
+ *		What warm() and warm_table() (sql.c) do once their arguments are
+ *		checked: open a relation and check the caller's right to read it,
+ *		and warm a table with everything a query on it reads.
  *
  * warm() takes pg_prewarm()'s arguments with the same meaning and checks;
  * warm_table() warms a table with everything a query on it reads: its
@@ -24,21 +26,17 @@
 #include "access/relation.h"
 #include "catalog/index.h"
 #include "catalog/pg_inherits.h"
-#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "utils/acl.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "engine.h"
 #include "parallel_warm.h"
-
-PG_FUNCTION_INFO_V1(warm);
-PG_FUNCTION_INFO_V1(warm_table);
+#include "warm.h"
 
 /*
  * Open a relation for warming and check that the caller may read it: SELECT
@@ -46,8 +44,8 @@ PG_FUNCTION_INFO_V1(warm_table);
  * 18.1).  The table of an index is locked before the index.  *privOid gets
  * the relation whose lock the caller must release besides rel's.
  */
-static Relation
-open_for_warming(Oid relOid, Oid *privOid)
+Relation
+wc_open_for_warming(Oid relOid, Oid *privOid)
 {
 	Relation	rel;
 	char		relkind = get_rel_relkind(relOid);
@@ -95,8 +93,9 @@ open_for_warming(Oid relOid, Oid *privOid)
 	return rel;
 }
 
-static void
-close_for_warming(Relation rel, Oid privOid)
+/* Close what wc_open_for_warming() opened, and release its locks. */
+void
+wc_close_for_warming(Relation rel, Oid privOid)
 {
 	Oid			relOid = RelationGetRelid(rel);
 
@@ -118,94 +117,6 @@ warm_fork(Relation rel, ForkNumber fork, WarmMode mode)
 	r.start = 0;
 	r.count = RelationGetNumberOfBlocksInFork(rel, fork);
 	return wc_warm_range(rel, fork, mode, &r);
-}
-
-#define ARG_NOT_NULL(n, what) \
-	do { \
-		if (PG_ARGISNULL(n)) \
-			ereport(ERROR, \
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), \
-					 errmsg("%s cannot be null", (what)))); \
-	} while (0)
-
-/*
- * warm(relation, mode, fork, first_block, last_block): pg_prewarm()'s
- * arguments and meaning, with a look-ahead that keeps the disk busy.  Most
- * of it is pg_prewarm()'s checks, one after the other, each with its error.
- */
-Datum
-warm(PG_FUNCTION_ARGS)
-{
-	Oid			relOid;
-	Oid			privOid;
-	WarmMode	mode;
-	char	   *forkString;
-	ForkNumber	fork;
-	Relation	rel;
-	int64		nblocks;
-	int64		first_block;
-	int64		last_block;
-	WarmRange	r;
-	uint64		done;
-
-	ARG_NOT_NULL(0, "relation");
-	ARG_NOT_NULL(1, "mode");
-	ARG_NOT_NULL(2, "fork");
-	relOid = PG_GETARG_OID(0);
-	mode = wc_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	forkString = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	fork = forkname_to_number(forkString);
-	wc_check_mode_supported(mode);
-
-	rel = open_for_warming(relOid, &privOid);
-
-	if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" does not have storage",
-						RelationGetRelationName(rel)),
-				 errdetail_relkind_not_supported(rel->rd_rel->relkind),
-				 rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
-				 errhint("Use warm_table() to warm all partitions.") : 0));
-
-	if (!smgrexists(RelationGetSmgr(rel), fork))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("fork \"%s\" does not exist for relation \"%s\"",
-						forkString, RelationGetRelationName(rel))));
-
-	nblocks = RelationGetNumberOfBlocksInFork(rel, fork);
-	first_block = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT64(3);
-	last_block = PG_ARGISNULL(4) ? nblocks - 1 : PG_GETARG_INT64(4);
-	if ((!PG_ARGISNULL(3) && (first_block < 0 || first_block >= nblocks)) ||
-		(!PG_ARGISNULL(4) && (last_block < 0 || last_block >= nblocks)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("block %lld is out of range for fork \"%s\" of relation \"%s\"",
-						(long long) ((!PG_ARGISNULL(3) &&
-									  (first_block < 0 || first_block >= nblocks)) ?
-									 first_block : last_block),
-						forkString, RelationGetRelationName(rel)),
-				 nblocks > 0 ?
-				 errdetail("Valid block numbers are 0 to %lld.",
-						   (long long) (nblocks - 1)) :
-				 errdetail("The fork has no blocks.")));
-	if (first_block > last_block && !(PG_ARGISNULL(3) && PG_ARGISNULL(4)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("first_block %lld is greater than last_block %lld",
-						(long long) first_block, (long long) last_block)));
-
-	done = 0;
-	if (nblocks > 0)
-	{
-		r.start = (BlockNumber) first_block;
-		r.count = (BlockNumber) (last_block - first_block + 1);
-		done = wc_warm_range(rel, fork, mode, &r);
-	}
-
-	close_for_warming(rel, privOid);
-	PG_RETURN_INT64((int64) done);
 }
 
 /*
@@ -247,35 +158,14 @@ warm_one_table(Oid relid, WarmMode mode)
 }
 
 /*
- * warm_table(table, mode): a table with everything a query on it reads;
- * for a partitioned table, all its partitions.
+ * Warm a table, locked and checked by the caller, whose kind is relkind:
+ * with everything a query on it reads, and for a partitioned table all
+ * its partitions.  Returns the blocks warmed.
  */
-Datum
-warm_table(PG_FUNCTION_ARGS)
+uint64
+wc_warm_table(Oid relOid, char relkind, WarmMode mode)
 {
-	Oid			relOid;
-	WarmMode	mode;
-	Relation	rel;
-	Oid			privOid;
-	char		relkind;
 	uint64		done = 0;
-
-	ARG_NOT_NULL(0, "table");
-	ARG_NOT_NULL(1, "mode");
-	relOid = PG_GETARG_OID(0);
-	mode = wc_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	wc_check_mode_supported(mode);
-
-	rel = open_for_warming(relOid, &privOid);
-	relkind = rel->rd_rel->relkind;
-	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
-		relkind != RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table or materialized view",
-						RelationGetRelationName(rel)),
-				 errdetail_relkind_not_supported(relkind),
-				 errhint("Use warm() to warm a single relation.")));
 
 	if (relkind == RELKIND_PARTITIONED_TABLE)
 	{
@@ -294,7 +184,5 @@ warm_table(PG_FUNCTION_ARGS)
 	}
 	else
 		done = warm_one_table(relOid, mode);
-
-	close_for_warming(rel, privOid);
-	PG_RETURN_INT64((int64) done);
+	return done;
 }

@@ -13,8 +13,6 @@
 #ifndef PG_WARMCACHE_FUZZ_SUPPORT_H
 #define PG_WARMCACHE_FUZZ_SUPPORT_H
 
-#include "postgres.h"
-
 /* The system identifier of the harnesses' files, and shared_buffers. */
 #define FUZZ_SYSID		UINT64CONST(7000000000000000001)
 #define FUZZ_NBUFFERS	16384

@@ -1,27 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * pg_warmcache.h
- *		The module's shared state, its state changes and its settings.
- *
- * Each other module has a header of its own: engine.h (the warming
- * engine), dumpfile.h (the dump file), restore.h (the restore),
- * autowarm.h (the autowarm worker), channel.h (the standby channel);
- * compat.h holds every difference between PostgreSQL majors.
+ * shmem.h
+ *		The module's shared state and its state changes (shmem.c).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
- *		include/pg_warmcache.h
+ *		include/shmem.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_WARMCACHE_H
-#define PG_WARMCACHE_H
-
-#include "postgres.h"
+#ifndef PG_WARMCACHE_SHMEM_H
+#define PG_WARMCACHE_SHMEM_H
 
 #include "port/atomics.h"
-#include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -42,13 +34,22 @@ typedef enum WarmState
 /*
  * The shared state.
  *
- * NB: warmcache_status() copies the struct up to restore_blocks_done under
- * the lock: keep every field it reports that the lock protects above that
- * one, and the atomics from there on.
+ * The fields from state to followed_fraction are the lock's: they are
+ * written only with it held exclusively.  A reader that reports several of
+ * them as of one moment takes it in shared mode (warmcache_status(),
+ * readiness.c); a loop that looks at one of them to decide whether to go
+ * on (a restore worker at abort_requested, say) reads it without, and sees
+ * a change at its next look.
+ *
+ * The rest is not the lock's: the counters are atomics, restore_advice has
+ * its own spinlock, a restore slot is filled by the leader before it
+ * starts the slot's worker and read back after the worker has stopped,
+ * and the channel's notes are written by the autowarm worker and the
+ * channel worker it starts and waits for, one at a time.
  */
 typedef struct WarmShared
 {
-	LWLock	   *lock;			/* protects the fields below but the atomics */
+	LWLock	   *lock;			/* see above */
 	ConditionVariable cv;		/* signalled on every state change */
 
 	WarmState	state;
@@ -72,6 +73,9 @@ typedef struct WarmShared
 	WarmMode	restore_mode;
 	bool		restore_incomplete; /* some blocks neither restored nor gone */
 	char		incomplete_reason[64];	/* why, in words */
+	TimestampTz restore_begun_at;	/* when the restoring state began: a
+									 * restore_started_at before it is the
+									 * last restore's */
 	TimestampTz restore_started_at;
 	TimestampTz restore_finished_at;
 	int64		restore_blocks_total;
@@ -84,7 +88,7 @@ typedef struct WarmShared
 	WarmMode	restore_retry_mode;
 	int			restore_retries;	/* of that restore, so far */
 
-	/* the standby channel (channel.c), under the lock */
+	/* the standby channel (channel.c) */
 	bool		publish_pending;	/* a dump waits to be published */
 	uint64		publish_seq;	/* dumps that set publish_pending */
 	FollowState follow_state;	/* on a standby: what the channel found */
@@ -94,6 +98,15 @@ typedef struct WarmShared
 	int64		followed_os_tier;	/* of those, the OS tier's */
 	int64		followed_warm;	/* restored by the last pass */
 	int64		followed_os_tier_warm;	/* of those, the OS tier's */
+
+	/*
+	 * On a standby that follows: the fraction of the followed set that the
+	 * last finished pass found cached or read (readiness.c).
+	 */
+	bool		followed_pass_done;
+	double		followed_fraction;
+
+	/* Not the lock's from here on. */
 
 	pg_atomic_uint64 restore_blocks_done;
 	pg_atomic_uint64 restore_os_tier_done;	/* of done: the OS tier */
@@ -112,7 +125,7 @@ typedef struct WarmShared
 	/*
 	 * The restore's shared budgets, as virtual clocks in microseconds: each
 	 * worker moves a clock on by what it spent, and sleeps while the clock
-	 * is ahead of real time (see restore_worker.c).
+	 * is ahead of real time (see pacer.c).
 	 */
 	pg_atomic_uint64 rate_clock;	/* bytes read, at max_restore_rate */
 	pg_atomic_uint64 cpu_clock;		/* CPU time, while queries are busy */
@@ -122,40 +135,16 @@ typedef struct WarmShared
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
 
-	/*
-	 * On a standby that follows: the fraction of the followed set that the
-	 * last finished pass found cached or read (readiness.c), under the lock.
-	 */
-	bool		followed_pass_done;
-	double		followed_fraction;
-	TimestampTz restore_begun_at;	/* when the restoring state began: a
-									 * restore_started_at before it is the
-									 * last restore's */
-
 	ChannelNotes channel_notes; /* the channel workers' memory (channel.c) */
 } WarmShared;
 
 extern WarmShared *wc_shared;
 
+extern void wc_reserve_shared(void);
 extern void wc_require_shared(void);
 extern bool wc_begin_operation(WarmState operation, bool wait);
 extern bool wc_begin_restore(RestoreSource source);
-extern void wc_init_dynamic_worker(BackgroundWorker *worker,
-								   const char *function, const char *type);
 extern void wc_end_operation(void);
+extern double wc_restore_fraction(int64 total);
 
-/*---- GUC variables ----*/
-
-extern bool wc_autowarm;
-extern int	wc_dump_interval;
-extern int	wc_restore_mode;
-extern int	wc_restore_workers;
-extern int	wc_max_restore_rate;
-extern bool wc_restore_yield;
-extern int	wc_sort_chunk;
-extern bool wc_dump_os_cache;
-extern int	wc_follow_primary;
-
-extern void _PG_init(void);
-
-#endif							/* PG_WARMCACHE_H */
+#endif							/* PG_WARMCACHE_SHMEM_H */

@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *		What the module's background workers share (worker.c).
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		include/worker.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARMCACHE_WORKER_H
+#define PG_WARMCACHE_WORKER_H
+
+#include <signal.h>
+
+#include "postmaster/bgworker.h"
+
+/*
+ * A cancel (SIGINT) of the autowarm worker: it stops the restore it leads
+ * (restore.c).  Set by the worker's handler (autowarm.c).
+ */
+extern volatile sig_atomic_t wc_cancel_pending;
+
+extern void wc_init_dynamic_worker(BackgroundWorker *worker,
+								   const char *function, const char *type);
+extern bool wc_server_stopping(void);
+
+#endif							/* PG_WARMCACHE_WORKER_H */

@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *		The module's settings (GUCs): their values and their definitions.
+ *
+ * The values are plain variables that the other modules read; nothing
+ * here calls any other module.  _PG_init (pg_warmcache.c) defines them,
+ * preloaded or not, so that warm() and warm_table() read theirs in any
+ * session.
+ *
+ * Copyright (c) 2026, pg_warmcache developers
+ *
+ * IDENTIFICATION
+ *		src/settings.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "channel.h"
+#include "dumpfile.h"
+#include "engine.h"
+#include "parallel_warm.h"
+#include "restore.h"
+#include "settings.h"
+
+/* A dump's chunk is one allocation: at most MaxAllocSize. */
+#define WC_MAX_SORT_CHUNK	((int) (MaxAllocSize / sizeof(WarmRun)))
+
+bool		wc_autowarm = true;
+int			wc_dump_interval = 300;
+int			wc_restore_mode = WC_MODE_BUFFER;
+int			wc_restore_workers = 2;
+int			wc_max_restore_rate = 0;
+bool		wc_restore_yield = false;
+int			wc_sort_chunk = 1024 * 1024;
+bool		wc_dump_os_cache = true;
+int			wc_follow_primary = WC_FOLLOW_OFF;
+int			wc_max_warm_workers = 2;
+int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
+int			wc_warm_worker_delay = 0;
+
+static const struct config_enum_entry mode_options[] = {
+	{"prefetch", WC_MODE_PREFETCH, false},
+	{"read", WC_MODE_READ, false},
+	{"buffer", WC_MODE_BUFFER, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry follow_options[] = {
+	{"off", WC_FOLLOW_OFF, false},
+	{"os", WC_FOLLOW_OS, false},
+	{"buffer", WC_FOLLOW_BUFFER, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Define the settings and reserve their prefix.
+ */
+void
+wc_define_settings(void)
+{
+	DefineCustomBoolVariable("pg_warmcache.autowarm",
+							 "Restores the saved blocks at start and dumps them periodically and at shutdown.",
+							 NULL,
+							 &wc_autowarm,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.dump_interval",
+							"Time between dumps of the buffer cache's block list.",
+							"0 dumps only at shutdown.",
+							&wc_dump_interval,
+							300, 0, INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_warmcache.restore_mode",
+							 "How restored blocks are warmed: into shared buffers, or only into the OS cache.",
+							 NULL,
+							 &wc_restore_mode,
+							 WC_MODE_BUFFER,
+							 mode_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.restore_workers",
+							"Databases restored at the same time, one worker each.",
+							NULL,
+							&wc_restore_workers,
+							2, 1, WC_MAX_RESTORE_WORKERS,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.max_restore_rate",
+							"Upper limit on the restore's read rate, in megabytes per second.",
+							"0 sets no limit.",
+							&wc_max_restore_rate,
+							0, 0, INT_MAX / 2,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warmcache.restore_yield",
+							 "Makes the restore read small pieces while queries wait for a read.",
+							 "For workloads that read outside the saved set: it halves the restore's rate where I/O operations are the limit.",
+							 &wc_restore_yield,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_warmcache.dump_os_cache",
+							 "Dumps also which blocks of the relation files the OS page cache holds, and restores them into it.",
+							 NULL,
+							 &wc_dump_os_cache,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_warmcache.follow_primary",
+							 "On a standby, keeps the primary's hot set in this server's caches.",
+							 "off: no; os: in the OS page cache; buffer: also in free shared buffers. "
+							 "At promotion the set is loaded into shared buffers.",
+							 &wc_follow_primary,
+							 WC_FOLLOW_OFF,
+							 follow_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	/*
+	 * The server's budget of warm workers: superuser only, so that no user
+	 * can take more worker slots than the DBA allowed.  The threshold may
+	 * stay the user's: lowering it only splits smaller relations, among no
+	 * more workers than the budget allows.
+	 */
+	DefineCustomIntVariable("pg_warmcache.max_warm_workers",
+							"Background workers that warm() and warm_table() may run at once, in all sessions together.",
+							"0 warms in the calling process only.  Takes effect only with the library preloaded.",
+							&wc_max_warm_workers,
+							2, 0, WC_MAX_WARM_WORKERS,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.min_parallel_warm_size",
+							"Smallest relation fork that warm() and warm_table() split among workers.",
+							NULL,
+							&wc_min_parallel_warm_size,
+							64 * 1024 * 1024 / BLCKSZ, 0, INT_MAX / 3,
+							PGC_USERSET,
+							GUC_UNIT_BLOCKS,
+							NULL, NULL, NULL);
+
+	/* For tests of parallel warming: every process takes its time. */
+	DefineCustomIntVariable("pg_warmcache.warm_worker_delay",
+							"Time each process of a parallel warm waits before each stripe.",
+							NULL,
+							&wc_warm_worker_delay,
+							0, 0, 60000,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	/* For tests of the merge: chunks smaller than shared_buffers. */
+	DefineCustomIntVariable("pg_warmcache.sort_chunk",
+							"Buffer headers a dump sorts in memory at once.",
+							NULL,
+							&wc_sort_chunk,
+							1024 * 1024, 1024, WC_MAX_SORT_CHUNK,
+							PGC_SUSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_warmcache");
+}
