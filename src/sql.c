@@ -84,7 +84,8 @@ check_result_columns(FunctionCallInfo fcinfo, const char *symbol,
 			 errmsg("function %s is declared to return %d columns, but the library's %s() returns %s",
 					format_procedure(fcinfo->flinfo->fn_oid), tupdesc->natts,
 					symbol, counts.data),
-			 errdetail("The function's declaration in the database does not match any that a version of the extension makes.")));
+			 errdetail("The function's declaration in the database does not match any that a version of the extension makes."),
+			 errhint("Bring the extension to the library's version with ALTER EXTENSION pg_warmcache UPDATE.")));
 }
 
 /*---- warm() and warm_table() ----*/
