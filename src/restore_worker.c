@@ -366,13 +366,15 @@ set_tier(RestoreWorker *w, bool os_tier)
 }
 
 /*
- * A relation this worker opened, whose relcache entry it drops later.  A
+ * A relation this worker opened, whose relcache entry it lets go later.  A
  * worker visits each relation once per rank and tier it has blocks in:
  * keeping every entry would grow its memory with the number of relations
  * it restores, some kilobytes each (a database of 200,000 partitions).  So
  * the entries of the last WC_RELCACHE_KEEP relations opened are kept, for
- * their next batches, and then dropped together.  Catalogs' entries serve
- * the look-ups too and are never dropped; their number is fixed.
+ * their next batches, and then invalidated together, as a change of the
+ * relation's definition would: an entry no one has open is freed, and is
+ * built again if a later batch opens the relation.  Catalogs' entries
+ * serve the look-ups too and are kept; their number is fixed.
  */
 static void
 remember_opened(Oid relid)
@@ -387,7 +389,7 @@ remember_opened(Oid relid)
 	{
 		/* None of them is open: each batch closes its relation. */
 		for (i = 0; i < opened_count; i++)
-			RelationForgetRelation(opened[i]);
+			RelationCacheInvalidateEntry(opened[i]);
 		opened_count = 0;
 	}
 	opened[opened_count++] = relid;
