@@ -336,6 +336,17 @@ typedef struct WcBgworkerArray
 	WcBgworkerSlot slot[FLEXIBLE_ARRAY_MEMBER];
 } WcBgworkerArray;
 
+/*
+ * An entry of this process's snapshot of the backends' status, by its
+ * position (1 to pgstat_fetch_stat_numbackends()): 16 renamed the
+ * function.
+ */
+#if PG_VERSION_NUM >= 160000
+#define WC_LOCAL_BEENTRY(i) pgstat_get_local_beentry_by_index(i)
+#else
+#define WC_LOCAL_BEENTRY(i) pgstat_fetch_stat_local_beentry(i)
+#endif
+
 /* 15 keeps this macro private to procarray.c. */
 #ifndef UINT32_ACCESS_ONCE
 #define UINT32_ACCESS_ONCE(var)		 ((uint32)(*((volatile uint32 *)&(var))))

@@ -15,6 +15,7 @@
 
 #include <signal.h>
 
+#include "miscadmin.h"
 #include "postmaster/bgworker.h"
 
 /*
@@ -26,5 +27,6 @@ extern volatile sig_atomic_t wc_cancel_pending;
 extern void wc_init_dynamic_worker(BackgroundWorker *worker,
 								   const char *function, const char *type);
 extern bool wc_server_stopping(void);
+extern int	wc_count_processes(BackendType type);
 
 #endif							/* PG_WARMCACHE_WORKER_H */

@@ -76,12 +76,9 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "replication/walsender.h"
-#include "replication/walsender_private.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
-#include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -355,27 +352,14 @@ run_channel_worker(ChannelJob job)
 
 /*
  * Is a standby streaming from this server?  Without one, nobody would read
- * what is published yet: the last dump waits for one to connect.
+ * what is published yet: the last dump waits for one to connect.  Any
+ * walsender counts (a base backup's or a logical one's too), as
+ * pg_stat_replication would list it.
  */
 static bool
 standby_streaming(void)
 {
-	int			i;
-
-	if (WalSndCtl == NULL)
-		return false;
-	for (i = 0; i < max_wal_senders; i++)
-	{
-		WalSnd	   *walsnd = &WalSndCtl->walsnds[i];
-		pid_t		pid;
-
-		SpinLockAcquire(&walsnd->mutex);
-		pid = walsnd->pid;
-		SpinLockRelease(&walsnd->mutex);
-		if (pid != 0)
-			return true;
-	}
-	return false;
+	return wc_count_processes(B_WAL_SENDER) > 0;
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/fd.h"
 #include "storage/pmsignal.h"
+#include "utils/backend_status.h"
 #include "utils/pidfile.h"
 
 #include "compat.h"
@@ -83,4 +84,28 @@ wc_server_stopping(void)
 	}
 	FreeFile(fp);
 	return stopping;
+}
+
+/*
+ * How many of the server's processes are of this type now, as
+ * pg_stat_activity shows them: from a snapshot of the backends' status,
+ * dropped again at once so that the next count reads afresh.  A process
+ * still starting up, that has not reported its status yet, is not counted.
+ */
+int
+wc_count_processes(BackendType type)
+{
+	int			n = pgstat_fetch_stat_numbackends();
+	int			count = 0;
+	int			i;
+
+	for (i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *entry = WC_LOCAL_BEENTRY(i);
+
+		if (entry != NULL && entry->backendStatus.st_backendType == type)
+			count++;
+	}
+	pgstat_clear_backend_activity_snapshot();
+	return count;
 }
