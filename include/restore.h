@@ -33,15 +33,16 @@
 /*
  * Where a restore worker is in its share of the file, counted in blocks of
  * its share in restore order (its traversal is the same every time it is
- * started).  A worker that steps out of its database for a database-level
+ * started).  A worker that leaves its database to a database-level
  * command leaves these for the worker that takes over after the command.
  */
 typedef struct RestorePosition
 {
 	uint64		from;			/* every block before this one was handled */
 	uint64		counted_to;		/* every block before this one was counted
-								 * in the progress figures, but owed */
-	uint64		owed;			/* blocks before counted_to not yet counted */
+								 * in the progress figures, but uncounted
+								 * of them */
+	uint64		uncounted;		/* blocks before counted_to not yet counted */
 } RestorePosition;
 
 /* How a restore worker ended; a worker that died leaves it running. */

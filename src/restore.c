@@ -19,7 +19,7 @@
  * database-level command wants the database, the leader waits, for
  * WC_DB_WANTED_MAX_S at most: then the database is given up, the rest of
  * the restore goes on, and the saved file is restored again later.  A
- * worker that stepped out for such a command is started again where it
+ * worker that left its database to such a command is started again where it
  * stopped;
  * one that died before connecting is tried again; a launch that finds no
  * free worker slot is retried until WC_LAUNCH_PATIENCE_S passed without
@@ -406,7 +406,7 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	}
 }
 
-/* Give up the stripes of a share that have not started or stepped out. */
+/* Give up the stripes of a share that have not started or were left. */
 static void
 give_up_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 {
@@ -789,7 +789,7 @@ check_patience(RestoreLeader *leader)
 
 /*
  * Does a database-level command want a database whose restore waits for it
- * (a stripe that stepped out, or one not started)?
+ * (a stripe whose worker left it, or one not started)?
  */
 static bool
 command_wants_restore_database(RestoreLeader *leader)

@@ -106,9 +106,9 @@ typedef struct RestoreWorker
 	List	   *deferred;		/* of Batch * */
 	uint64		seq;			/* blocks of the share visited so far */
 	RestorePosition start;		/* where the leader told us to begin */
-	bool		owed_paid;		/* start.owed added to the progress */
+	bool		uncounted_added;	/* start.uncounted added to the progress */
 	bool		error_logged;
-	bool		stepping_out;	/* the database is wanted: leave */
+	bool		leaving_database;	/* the database is wanted: leave */
 	bool		stopping;		/* abort or shutdown */
 } RestoreWorker;
 
@@ -523,7 +523,7 @@ static void
 take_verdict(RestoreWorker *w)
 {
 	if (w->pacer.why == WC_STOP_DB_WANTED)
-		w->stepping_out = true;
+		w->leaving_database = true;
 	else if (w->pacer.why == WC_STOP_ABORT)
 		w->stopping = true;
 	w->pacer.why = WC_STOP_NONE;
@@ -560,7 +560,7 @@ handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		bool		paused;
 
 		wc_pacer_wait_for_commands(&w->pacer);
-		if (w->stepping_out || wc_pacer_check(&w->pacer))
+		if (w->leaving_database || wc_pacer_check(&w->pacer))
 			result = BATCH_DEFERRED;
 		else
 			result = restore_batch(w, batch, clipped);
@@ -568,13 +568,13 @@ handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		take_verdict(w);
 		/* Paused for a database command: the rest of it, after the wait. */
 		if (!paused || result != BATCH_DEFERRED || batch->blocks == 0 ||
-			w->stopping || w->stepping_out)
+			w->stopping || w->leaving_database)
 			break;
 	}
 
 	if (result != BATCH_DEFERRED || batch->blocks == 0)
 		return;
-	if (!w->stepping_out && ++batch->attempts >= WC_LOCK_ATTEMPTS)
+	if (!w->leaving_database && ++batch->attempts >= WC_LOCK_ATTEMPTS)
 		count_skipped(w, batch->counting, WC_SKIP_LOCKED, batch->blocks);
 	else
 		defer_batch(w, batch);
@@ -659,12 +659,12 @@ visit_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 	else
 		add_piece(w, batch, clipped, run, start, end, seq, seq >= to);
 
-	/* Past where the last worker counted: count what it owed. */
-	if (!w->owed_paid && w->seq >= to)
+	/* Past where the last worker counted: count what it left uncounted. */
+	if (!w->uncounted_added && w->seq >= to)
 	{
-		w->owed_paid = true;
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, w->start.owed);
-		pg_atomic_fetch_add_u64(&w->slot->processed, w->start.owed);
+		w->uncounted_added = true;
+		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, w->start.uncounted);
+		pg_atomic_fetch_add_u64(&w->slot->processed, w->start.uncounted);
 	}
 }
 
@@ -682,7 +682,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 
 	w->pass_os_tier = (hi == WC_RANK_SLOT_OS);
 	pass_open(&pr, plan, hi, lo);
-	while (!w->stopping && !w->stepping_out && pass_next(&pr, &run))
+	while (!w->stopping && !w->leaving_database && pass_next(&pr, &run))
 	{
 		BlockNumber start = run.start;
 		BlockNumber end = run.start + run.count;
@@ -692,7 +692,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 			continue;
 
 		/* Keep this worker's stripes of the run. */
-		while (start < end && !w->stopping && !w->stepping_out)
+		while (start < end && !w->stopping && !w->leaving_database)
 		{
 			bool		mine;
 			BlockNumber piece_end = stripe_piece_end(slot, &run, start, &mine);
@@ -716,7 +716,7 @@ retry_deferred(RestoreWorker *w, WarmRange *clipped, bool pause)
 {
 	long		wait_ms = WC_RETRY_FIRST_MS;
 
-	while (w->deferred != NIL && !w->stopping && !w->stepping_out)
+	while (w->deferred != NIL && !w->stopping && !w->leaving_database)
 	{
 		List	   *batches = w->deferred;
 		ListCell   *lc;
@@ -727,7 +727,7 @@ retry_deferred(RestoreWorker *w, WarmRange *clipped, bool pause)
 			Batch	   *batch = lfirst(lc);
 
 			CHECK_FOR_INTERRUPTS();
-			if (w->stopping || w->stepping_out)
+			if (w->stopping || w->leaving_database)
 				w->deferred = lappend(w->deferred, batch);
 			else
 				handle_batch(w, batch, clipped);
@@ -745,24 +745,25 @@ retry_deferred(RestoreWorker *w, WarmRange *clipped, bool pause)
  * Leave the database to a command that wants it: tell the leader where
  * the next worker of this share is to begin.  What was deferred is done
  * again from its first block on; what it held and was never counted is
- * owed, counted when the next worker passes this one's position.
+ * left uncounted, and counted when the next worker passes this one's
+ * position.
  */
 static void
-step_out(RestoreWorker *w)
+leave_database(RestoreWorker *w)
 {
 	RestorePosition pos;
 	ListCell   *lc;
 
 	pos.from = w->seq;
 	pos.counted_to = Max(w->seq, w->start.counted_to);
-	pos.owed = w->owed_paid ? 0 : w->start.owed;
+	pos.uncounted = w->uncounted_added ? 0 : w->start.uncounted;
 	foreach(lc, w->deferred)
 	{
 		Batch	   *batch = lfirst(lc);
 
 		pos.from = Min(pos.from, batch->seq_start);
 		if (batch->counting)
-			pos.owed += batch->blocks;
+			pos.uncounted += batch->blocks;
 	}
 	w->slot->resume = pos;
 	w->slot->outcome = WC_OUTCOME_STEPPED_OUT;
@@ -795,8 +796,8 @@ check_share(RestoreWorker *w, const RankPlan *plan)
 	uint64		handled;
 	int			rank;
 
-	if (w->stopping || w->stepping_out || w->deferred != NIL ||
-		w->start.from != 0 || w->start.counted_to != 0 || w->start.owed != 0)
+	if (w->stopping || w->leaving_database || w->deferred != NIL ||
+		w->start.from != 0 || w->start.counted_to != 0 || w->start.uncounted != 0)
 		return;
 	for (rank = 0; rank <= WC_MAX_RANK; rank++)
 		buffer_tier += plan->share[rank];
@@ -827,7 +828,7 @@ restore_share(RestoreWorker *w)
 	memset(&batch, 0, sizeof(batch));
 	batch.ranges = palloc(sizeof(WarmRange) * WC_BATCH_RUNS);
 	plan_ranks(w->slot, &plan);
-	for (rank = WC_MAX_RANK; rank >= 0 && !w->stopping && !w->stepping_out; rank--)
+	for (rank = WC_MAX_RANK; rank >= 0 && !w->stopping && !w->leaving_database; rank--)
 	{
 		if (plan.my_blocks[rank] == 0)
 			continue;
@@ -841,14 +842,14 @@ restore_share(RestoreWorker *w)
 			hi = -1;
 		}
 	}
-	if (hi >= 0 && !w->stopping && !w->stepping_out)
+	if (hi >= 0 && !w->stopping && !w->leaving_database)
 	{
 		elog(DEBUG1, "pg_warmcache: restore pass over ranks %d to 0", hi);
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
 	}
 
 	/* Last, the OS tier: into the OS page cache only (set_tier). */
-	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->stepping_out)
+	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->leaving_database)
 	{
 		retry_deferred(w, clipped, false);
 		elog(DEBUG1, "pg_warmcache: restore pass over the OS tier");
@@ -882,7 +883,7 @@ pg_warmcache_restore_main(Datum arg)
 	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");
 
 	w.start = w.slot->resume;
-	w.owed_paid = (w.start.owed == 0);
+	w.uncounted_added = (w.start.uncounted == 0);
 	w.batch_cxt = AllocSetContextCreate(TopMemoryContext,
 										"pg_warmcache deferred batches",
 										ALLOCSET_DEFAULT_SIZES);
@@ -906,8 +907,8 @@ pg_warmcache_restore_main(Datum arg)
 
 	restore_share(&w);
 
-	if (w.stepping_out)
-		step_out(&w);
+	if (w.leaving_database)
+		leave_database(&w);
 	else if (!w.stopping)
 		w.slot->outcome = WC_OUTCOME_DONE;
 	proc_exit(0);
