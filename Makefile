@@ -18,7 +18,8 @@ PG_CPPFLAGS = -I$(srcdir)/include -DWC_VERSION='"$(EXTVERSION)"'
 
 # The regression tests need the library preloaded; pg_regress honours
 # --temp-config only together with --temp-instance.
-REGRESS = warm warm_errors warm_privileges warm_table functions dump_merge readiness upgrade
+REGRESS = warm warm_errors warm_privileges warm_table functions dump_merge readiness upgrade \
+	platform_shortcuts
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check \
 	--load-extension=pg_buffercache
 TAP_TESTS = 1

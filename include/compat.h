@@ -347,6 +347,16 @@ typedef struct WcBgworkerArray
 #define WC_LOCAL_BEENTRY(i) pgstat_fetch_stat_local_beentry(i)
 #endif
 
+/*
+ * A GUC check hook's *extra: from 16 on GUC memory is guc_malloc()'s (it
+ * is freed with guc_free()); 15 frees it with free().
+ */
+#if PG_VERSION_NUM >= 160000
+#define WC_GUC_MALLOC(size) guc_malloc(LOG, (size))
+#else
+#define WC_GUC_MALLOC(size) malloc(size)
+#endif
+
 /* 15 keeps this macro private to procarray.c. */
 #ifndef UINT32_ACCESS_ONCE
 #define UINT32_ACCESS_ONCE(var)		 ((uint32)(*((volatile uint32 *)&(var))))

@@ -27,6 +27,20 @@ extern int	wc_max_warm_workers;
 extern int	wc_min_parallel_warm_size;
 extern int	wc_warm_worker_delay;
 
+/*
+ * pg_warmcache.platform_shortcuts, a developer option: which direct uses
+ * of the operating system the engine and the dump may make, where
+ * PostgreSQL's own interfaces would do without them.  Each is on by
+ * default; benchmarks turn one off to measure what it gains.
+ */
+#define WC_SHORTCUT_PREFAULT		0x01	/* prefault buffers' memory */
+#define WC_SHORTCUT_READ_TWICE		0x02	/* a restored chunk read twice */
+#define WC_SHORTCUT_CACHESTAT		0x04	/* count cached pages, not map */
+#define WC_SHORTCUT_DEVICE_PIECE	0x08	/* reads sized by the device */
+#define WC_SHORTCUT_ALL				0x0F
+extern int	wc_platform_shortcuts;
+extern char *wc_platform_shortcuts_string;
+
 extern void wc_define_settings(void);
 
 #endif							/* PG_WARMCACHE_SETTINGS_H */

@@ -52,6 +52,7 @@
 #include "compat.h"
 #include "engine.h"
 #include "oscache.h"
+#include "settings.h"
 
 /* Blocks in one read of mode read, and the unit of a window. */
 #define WC_IO_BLOCKS	32
@@ -868,7 +869,9 @@ read_os(WarmJob *job, BlockNumber block, BlockNumber n)
 		return false;
 	if (job->iobuf == NULL)
 		job->iobuf = palloc(WC_IO_BLOCKS * BLCKSZ);
-	for (pass = 0; pass < (job->pacer && job->pacer->read_twice ? 2 : 1); pass++)
+	for (pass = 0; pass < (job->pacer && job->pacer->read_twice &&
+						   (wc_platform_shortcuts & WC_SHORTCUT_READ_TWICE) ? 2 : 1);
+		 pass++)
 	{
 		nread = FileRead(f, job->iobuf, (size_t) n * BLCKSZ,
 						 (off_t) (block % RELSEG_SIZE) * BLCKSZ,
@@ -896,7 +899,8 @@ job_piece(WarmJob *job)
 		File		f = cursor_done(&job->adv) ? -1 :
 			seg_file(&job->sf[1], cursor_block(&job->adv));
 
-		job->piece = f >= 0 ? device_piece(f) : WC_IO_BLOCKS;
+		job->piece = f >= 0 && (wc_platform_shortcuts & WC_SHORTCUT_DEVICE_PIECE) ?
+			device_piece(f) : WC_IO_BLOCKS;
 	}
 	return job->piece;
 }
@@ -1327,6 +1331,7 @@ wc_warm_ranges(Relation rel, ForkNumber fork, WarmMode mode,
 	job.prefault = job.mode == WC_MODE_BUFFER &&
 		!RelationUsesLocalBuffers(rel) &&
 		(pacer == NULL || pacer->prefault) &&
+		(wc_platform_shortcuts & WC_SHORTCUT_PREFAULT) &&
 		(!job.use_stream || WC_STREAM_COPIES_HERE());
 	for (i = 0; i < nranges; i++)
 		job.prefault_left += ranges[i].count;

@@ -62,6 +62,7 @@
 #include "compat.h"
 #include "dumpfile.h"
 #include "oscache.h"
+#include "settings.h"
 #include "workload.h"
 
 /*
@@ -256,8 +257,8 @@ count_cached_pages(int fd, Size off, Size len)
 	}			count;
 	long		page_size = sysconf(_SC_PAGESIZE);
 
-	if (missing || page_size <= 0 || off % page_size != 0 ||
-		len % page_size != 0)
+	if (missing || !(wc_platform_shortcuts & WC_SHORTCUT_CACHESTAT) ||
+		page_size <= 0 || off % page_size != 0 || len % page_size != 0)
 		return WC_SEGMENT_SOME;
 	range.off = off;
 	range.len = len;

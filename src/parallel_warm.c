@@ -621,7 +621,8 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pw->stripe_blocks = stripe_blocks;
 	pw->nstripes = nstripes;
 	pg_atomic_init_u32(&pw->next_stripe, 0);
-	pw->prefault = (mode == WC_MODE_BUFFER && WC_STREAM_COPIES_HERE());
+	pw->prefault = (mode == WC_MODE_BUFFER && WC_STREAM_COPIES_HERE() &&
+					(wc_platform_shortcuts & WC_SHORTCUT_PREFAULT));
 	pg_atomic_init_u32(&pw->next_chunk, 0);
 	pg_atomic_init_u32(&pw->free_seen, 0);
 	pg_atomic_init_u32(&pw->prefaulted, 0);

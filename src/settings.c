@@ -19,8 +19,10 @@
 
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/varlena.h"
 
 #include "channel.h"
+#include "compat.h"
 #include "dumpfile.h"
 #include "engine.h"
 #include "parallel_warm.h"
@@ -42,6 +44,19 @@ int			wc_follow_primary = WC_FOLLOW_OFF;
 int			wc_max_warm_workers = 2;
 int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
+int			wc_platform_shortcuts = WC_SHORTCUT_ALL;
+char	   *wc_platform_shortcuts_string = NULL;
+
+static const struct
+{
+	const char *name;
+	int			flag;
+}			shortcut_names[] = {
+	{"prefault", WC_SHORTCUT_PREFAULT},
+	{"read_twice", WC_SHORTCUT_READ_TWICE},
+	{"cachestat", WC_SHORTCUT_CACHESTAT},
+	{"device_piece", WC_SHORTCUT_DEVICE_PIECE},
+};
 
 static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
@@ -56,6 +71,65 @@ static const struct config_enum_entry follow_options[] = {
 	{"buffer", WC_FOLLOW_BUFFER, false},
 	{NULL, 0, false}
 };
+
+/*
+ * pg_warmcache.platform_shortcuts: a list of the names above, or "all";
+ * the flags are handed to the assign hook through *extra.
+ */
+static bool
+check_platform_shortcuts(char **newval, void **extra, GucSource source)
+{
+	char	   *copy = pstrdup(*newval);
+	List	   *names;
+	ListCell   *lc;
+	int			flags = 0;
+	int		   *result;
+
+	if (!SplitIdentifierString(copy, ',', &names))
+	{
+		GUC_check_errdetail("List syntax is invalid.");
+		pfree(copy);
+		list_free(names);
+		return false;
+	}
+	foreach(lc, names)
+	{
+		char	   *name = (char *) lfirst(lc);
+		int			i;
+
+		if (pg_strcasecmp(name, "all") == 0)
+		{
+			flags = WC_SHORTCUT_ALL;
+			continue;
+		}
+		for (i = 0; i < lengthof(shortcut_names); i++)
+			if (pg_strcasecmp(name, shortcut_names[i].name) == 0)
+				break;
+		if (i == lengthof(shortcut_names))
+		{
+			GUC_check_errdetail("Unrecognized shortcut: \"%s\".", name);
+			GUC_check_errhint("The shortcuts are prefault, read_twice, cachestat and device_piece, or all.");
+			pfree(copy);
+			list_free(names);
+			return false;
+		}
+		flags |= shortcut_names[i].flag;
+	}
+	pfree(copy);
+	list_free(names);
+	result = (int *) WC_GUC_MALLOC(sizeof(int));
+	if (result == NULL)
+		return false;
+	*result = flags;
+	*extra = result;
+	return true;
+}
+
+static void
+assign_platform_shortcuts(const char *newval, void *extra)
+{
+	wc_platform_shortcuts = *((int *) extra);
+}
 
 /*
  * Define the settings and reserve their prefix.
@@ -173,6 +247,17 @@ wc_define_settings(void)
 							PGC_SUSET,
 							GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+
+	/* For the benchmarks that weigh each direct use of the system. */
+	DefineCustomStringVariable("pg_warmcache.platform_shortcuts",
+							   "Direct uses of the operating system that pg_warmcache may make.",
+							   "A list of prefault, read_twice, cachestat and device_piece, or all.",
+							   &wc_platform_shortcuts_string,
+							   "all",
+							   PGC_SUSET,
+							   GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,
+							   check_platform_shortcuts,
+							   assign_platform_shortcuts, NULL);
 
 	MarkGUCPrefixReserved("pg_warmcache");
 }
