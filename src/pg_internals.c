@@ -190,7 +190,7 @@ wc_check_buffer_reading(Relation rel, ForkNumber fork, BlockNumber block,
 		problem = "a pinned buffer's tag does not read as valid";
 	else if (page.db != db || page.spc != spc ||
 			 page.relnumber != relnumber || page.fork != tag_fork ||
-			 page.block != tag_block || tag_block != block)
+			 page.block != tag_block || tag_fork != fork || tag_block != block)
 		problem = "a buffer's tag does not name the block BufferGetTag() names";
 	else if (page.usage < 1 || page.usage > WC_BUFFER_MAX_USAGE)
 		problem = "a buffer just read has a usage count out of range";
