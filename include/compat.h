@@ -3,9 +3,12 @@
  * compat.h
  *		Differences between the supported PostgreSQL major versions.
  *
- * Everything that depends on PG_VERSION_NUM lives here, so that the logic
- * files read the same on every major.  The newest API name is used where
- * the behaviour is the same; a wc_ wrapper exists only where it differs.
+ * Everything of PostgreSQL's public interfaces that depends on
+ * PG_VERSION_NUM lives here, so that the logic files read the same on
+ * every major.  The newest API name is used where the behaviour is the
+ * same; a wc_ wrapper exists only where it differs.  How the private
+ * structures that pg_warmcache reads differ between majors stays with
+ * their reads, in pg_internals.c.
  *
  * Built and tested on 15, 17, 18 and 19; 16 has the same API as its
  * neighbours here, but is not tested (no Debian suite serves it).
@@ -22,7 +25,6 @@
 
 #include "common/relpath.h"
 #include "postmaster/bgworker.h"
-#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -66,24 +68,27 @@ typedef Oid RelFileNumber;
 #endif
 
 /*
- * The identity of the block a buffer tag names.
+ * The block a pinned buffer holds, as bufmgr.h's BufferGetTag() says.
  */
 static inline void
-wc_buftag_fields(const BufferTag *tag, Oid *db, Oid *spc, RelFileNumber *num,
-				 ForkNumber *fork, BlockNumber *block)
+wc_buffer_get_tag(Buffer buf, Oid *db, Oid *spc, RelFileNumber *num,
+				  ForkNumber *fork, BlockNumber *block)
 {
 #if PG_VERSION_NUM >= 160000
-	*db = tag->dbOid;
-	*spc = tag->spcOid;
-	*num = BufTagGetRelNumber(tag);
-	*fork = BufTagGetForkNum(tag);
+	RelFileLocator loc;
+
+	BufferGetTag(buf, &loc, fork, block);
+	*db = loc.dbOid;
+	*spc = loc.spcOid;
+	*num = loc.relNumber;
 #else
-	*db = tag->rnode.dbNode;
-	*spc = tag->rnode.spcNode;
-	*num = tag->rnode.relNode;
-	*fork = tag->forkNum;
+	RelFileNode node;
+
+	BufferGetTag(buf, &node, fork, block);
+	*db = node.dbNode;
+	*spc = node.spcNode;
+	*num = node.relNode;
 #endif
-	*block = tag->blockNum;
 }
 
 /*
@@ -100,120 +105,6 @@ wc_relpath(Relation rel, ForkNumber fork)
 #else
 	return relpathbackend(rel->rd_node, rel->rd_backend, fork);
 #endif
-}
-
-/*---- Buffer headers ----*/
-
-/*
- * Tag and usage count of a buffer, read under its header spinlock (never a
- * mapping partition lock).  Returns false if the buffer holds no valid
- * page; *permanent says whether its relation is WAL-logged.
- */
-static inline bool
-wc_buffer_snapshot(BufferDesc *desc, BufferTag *tag, int *usage,
-				   bool *permanent)
-{
-	uint64		state = LockBufHdr(desc);
-	bool		valid = (state & BM_TAG_VALID) != 0;
-
-	if (valid)
-	{
-		*tag = desc->tag;
-		*usage = BUF_STATE_GET_USAGECOUNT(state);
-		*permanent = (state & BM_PERMANENT) != 0;
-	}
-#if PG_VERSION_NUM >= 190000
-	UnlockBufHdr(desc);
-#else
-	UnlockBufHdr(desc, (uint32) state);
-#endif
-	return valid;
-}
-
-/*
- * Whether a buffer holds no page (its tag is not valid), read without its
- * header lock: a hint, as the free list's answer always was.  The state
- * word is 64 bits from 19 on.
- */
-static inline bool
-wc_buffer_unused(int id)
-{
-#if PG_VERSION_NUM >= 190000
-	return (pg_atomic_read_u64(&GetBufferDescriptor(id)->state) & BM_TAG_VALID) == 0;
-#else
-	return (pg_atomic_read_u32(&GetBufferDescriptor(id)->state) & BM_TAG_VALID) == 0;
-#endif
-}
-
-/*
- * Is an unused buffer left, one that a read can take without evicting a
- * page?  Up to 18 the free list says so.  19 has no free list: the clock
- * sweep hands out any unpinned buffer it has worn down, so the question
- * becomes whether some buffer holds no page.  A scan of the headers
- * answers it, resuming where the last one stopped (a buffer seldom becomes
- * unused again, and reads take unused buffers in the sweep's order, which
- * is the scan's), so that a caller asking before every block pays little;
- * after a scan that found none, the answer stays no for 100 ms.
- */
-#if PG_VERSION_NUM >= 190000
-#include "portability/instr_time.h"
-static inline bool
-wc_have_free_buffer(void)
-{
-	static int	next = 0;
-	static instr_time none_since;
-	static bool none = false;
-	instr_time	now;
-	int			n;
-
-	if (none)
-	{
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, none_since);
-		if (INSTR_TIME_GET_MILLISEC(now) < 100)
-			return false;
-		none = false;
-	}
-	for (n = 0; n < NBuffers; n++)
-	{
-		if (next >= NBuffers)
-			next = 0;
-		if (wc_buffer_unused(next))
-			return true;
-		next++;
-	}
-	none = true;
-	INSTR_TIME_SET_CURRENT(none_since);
-	return false;
-}
-#else
-#define wc_have_free_buffer() have_free_buffer()
-#endif
-
-/*
- * Is a block of a relation fork in shared buffers?  One lookup in the
- * buffer mapping table, under its partition lock in shared mode for that
- * moment only.
- */
-static inline bool
-wc_block_in_buffers(Relation rel, ForkNumber fork, BlockNumber block)
-{
-	BufferTag	tag;
-	uint32		hash;
-	LWLock	   *lock;
-	int			id;
-
-#if PG_VERSION_NUM >= 160000
-	InitBufferTag(&tag, &rel->rd_locator, fork, block);
-#else
-	INIT_BUFFERTAG(tag, rel->rd_node, fork, block);
-#endif
-	hash = BufTableHashCode(&tag);
-	lock = BufMappingPartitionLock(hash);
-	LWLockAcquire(lock, LW_SHARED);
-	id = BufTableLookup(&tag, hash);
-	LWLockRelease(lock);
-	return id >= 0;
 }
 
 /*---- Streaming reads into shared buffers (17+) ----*/

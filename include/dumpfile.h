@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "compat.h"
+#include "pg_internals.h"
 #include "port/pg_crc32c.h"
 
 #define WC_DUMP_FILE		"pg_warmcache.blocks"
@@ -39,7 +40,7 @@
 #define WC_DUMP_MAGIC		0x4D525757	/* "WWRM" little-endian */
 #define WC_DUMP_VERSION		3	/* 1 (no OS tier) and 2 (runs of 28 bytes)
 									 * are still read */
-#define WC_MAX_RANK			BM_MAX_USAGE_COUNT
+#define WC_MAX_RANK			WC_BUFFER_MAX_USAGE
 
 /*
  * The rank of runs of the OS tier: blocks the OS page cache held, not

@@ -37,7 +37,6 @@
 #include "lib/binaryheap.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
-#include "storage/buf_internals.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "utils/timestamp.h"
@@ -238,26 +237,25 @@ scan_buffers(DumpJob *job)
 
 	for (i = 0; i < NBuffers; i++)
 	{
-		BufferTag	tag;
-		int			usage;
-		bool		permanent;
+		WcBufferPage page;
 		WarmRun    *e;
-		ForkNumber	fork;
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (!wc_buffer_snapshot(GetBufferDescriptor(i), &tag, &usage, &permanent))
+		if (!wc_buffer_page(i, &page))
 			continue;
-		if (!permanent && !job->include_unlogged)
+		if (!page.permanent && !job->include_unlogged)
 		{
 			job->left_out++;
 			continue;
 		}
 		e = &job->entries[job->n++];
-		wc_buftag_fields(&tag, &e->db, &e->spc, &e->relnumber, &fork,
-						 &e->start);
-		e->fork = (uint32) fork;
-		e->rank = (uint32) usage;
+		e->db = page.db;
+		e->spc = page.spc;
+		e->relnumber = page.relnumber;
+		e->fork = (uint32) page.fork;
+		e->start = page.block;
+		e->rank = (uint32) page.usage;
 		e->count = 1;
 		if (job->n == job->cap)
 			spill_chunk(job);

@@ -52,6 +52,7 @@
 #include "compat.h"
 #include "engine.h"
 #include "oscache.h"
+#include "pg_internals.h"
 #include "settings.h"
 
 /* Blocks in one read of mode read, and the unit of a window. */
@@ -594,6 +595,8 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 		{
 			Buffer		buf = read_stream_next_buffer(job->stream, NULL);
 
+			wc_check_buffer_reading(job->rel, job->fork,
+									BufferGetBlockNumber(buf), buf);
 			prefault_ahead(job, buf);
 			ReleaseBuffer(buf);
 		}
@@ -608,6 +611,7 @@ load_buffers(WarmJob *job, BlockNumber block, BlockNumber n)
 			break;
 		buf = ReadBufferExtended(job->rel, job->fork, block + i, RBM_NORMAL,
 								 NULL);
+		wc_check_buffer_reading(job->rel, job->fork, block + i, buf);
 		prefault_ahead(job, buf);
 		ReleaseBuffer(buf);
 	}

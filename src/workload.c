@@ -26,11 +26,10 @@
 #include <sched.h>
 #endif
 
-#include "miscadmin.h"
-#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "pg_internals.h"
 #include "shmem.h"
 #include "workload.h"
 
@@ -104,37 +103,36 @@ cpus_taken(void)
 
 /*
  * Look at what the other backends do: does one wait for a data file read,
- * is one running on a CPU that we would take from it?  wait_event_info is
- * read without a lock, as pg_stat_activity does: a stale value only delays
- * the reaction by one look.  A backend with no wait event is running; an
- * idle one waits for its client.  A running one counts only while all CPUs
- * are taken (cpus_taken): where a CPU is free, what we run costs no query
- * anything.  Auxiliary processes (18's I/O workers among them) sit above
- * MaxBackends and are not looked at: they work on others' behalf.
+ * is one running on a CPU that we would take from it?  Their wait events
+ * are read without a lock, as pg_stat_activity does (pg_internals.c): a
+ * stale value only delays the reaction by one look.  A backend with no
+ * wait event is running; an idle one waits for its client.  A running one
+ * counts only while all CPUs are taken (cpus_taken): where a CPU is free,
+ * what we run costs no query anything.  A backend counts once its process
+ * is confirmed to run, which up to 16 costs a look at the process array:
+ * only the first one that would change the answer is confirmed.
+ * Auxiliary processes (18's I/O workers among them) are not looked at:
+ * they work on others' behalf.
  */
 void
 wc_look_at_backends(bool *reading, bool *on_cpu)
 {
+	int			n = wc_backend_look();
 	int			i;
 
 	*reading = *on_cpu = false;
-	for (i = 0; i < MaxBackends && !*reading; i++)
+	for (i = 0; i < n && !*reading; i++)
 	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		int			pid = proc->pid;
-		uint32		wait = UINT32_ACCESS_ONCE(proc->wait_event_info);
+		int			pid;
+		uint32		wait;
 
-		/*
-		 * A process that exited leaves its pid in its PGPROC, with no wait
-		 * event: it would look busy for good.  Its latch tells: it is
-		 * disowned at exit.
-		 */
-		if (pid == 0 || pid == MyProcPid ||
-			*((volatile int *) &proc->procLatch.owner_pid) != pid)
+		if (!wc_backend_seen(i, &pid, &wait))
 			continue;
 		if (wait != 0 && !wc_is_read_wait(wait))
 			continue;
-		if (is_restore_process(pid))
+		if (wait == 0 && *on_cpu)
+			continue;
+		if (is_restore_process(pid) || !wc_backend_confirmed(i, pid))
 			continue;
 		if (wait == 0)
 			*on_cpu = true;
