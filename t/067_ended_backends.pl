@@ -12,7 +12,8 @@
 # sleep for the CPU budget, and the whole table goes into shared buffers,
 # none of it to the OS cache only.  A second restore beside one backend
 # that does run on a CPU must be frugal, which shows that the machine
-# looked busy to the pacer, so that the first case tested something.
+# looked busy to the pacer, so that the first case tested something.  The
+# busy loops would slow any test beside this one: it runs alone.
 
 use strict;
 use warnings;
@@ -24,7 +25,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache qw(:machine_alone);
 
 my $node = start_node(
 	'ended', q{
