@@ -585,16 +585,18 @@ run_conf() {
 # method_conf METHOD: the warm-up method's settings for the next start
 # (none, or none-again, the same again as a control; autoprewarm,
 # warmcache with the OS tier, or warmcache-buffers without it;
-# warmcache-plain is warmcache with only the direct uses of the system that
-# PLAIN_SHORTCUTS lists, none by default: pg_warmcache.platform_shortcuts;
-# WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their own).
+# warmcache-alt is warmcache with the lines of ALT_CONF added, by default
+# pg_warmcache.platform_shortcuts = '' (no direct use of the system where
+# PostgreSQL's interfaces do without): the same build with another setting
+# in the same run; WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their
+# own).
 method_conf() {
 	case "$1" in
 	none | none-again | reader | reader-slow) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
 	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
 	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-buffers) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = off\n'"${WARMCACHE_CONF:-}" ;;
-	warmcache-plain) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"pg_warmcache.platform_shortcuts = '${PLAIN_SHORTCUTS:-}'"$'\n'"${WARMCACHE_CONF:-}" ;;
+	warmcache-alt) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}"$'\n'"${WARMCACHE_CONF:-}" ;;
 	esac
 }
 

@@ -5,7 +5,7 @@
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
 #                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again,
-#                              reader,reader-slow,warmcache-plain]
+#                              reader,reader-slow,warmcache-alt]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -18,9 +18,9 @@
 # The methods: none (no warm-up), autoprewarm (contrib pg_prewarm's),
 # warmcache (pg_warmcache with pg_warmcache.dump_os_cache = on: shared
 # buffers and the OS page cache) and warmcache-buffers (dump_os_cache = off:
-# shared buffers only, as pg_warmcache 1.0) and warmcache-plain (warmcache
-# with only the direct uses of the system that PLAIN_SHORTCUTS lists, none
-# by default: what each one gains); none-again is none once more,
+# shared buffers only, as pg_warmcache 1.0) and warmcache-alt (warmcache
+# with the settings of ALT_CONF added, by default no direct use of the
+# system: pg_warmcache.platform_shortcuts = ''); none-again is none once more,
 # a control: its ratio to none is what the workload's own spread alone
 # gives.  reader and reader-slow are no warm-up in the server while
 # bench/read-files.py, outside it, reads every file of the database once
@@ -144,7 +144,7 @@ for w in "${workloads[@]}"; do
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-plain | reader | reader-slow) ;;
+	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-alt | reader | reader-slow) ;;
 	*) die "unknown method $m" ;;
 	esac
 done

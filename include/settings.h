@@ -39,6 +39,20 @@ extern int	wc_warm_worker_delay;
 #define WC_SHORTCUT_DEVICE_PIECE	0x08	/* reads sized by the device */
 #define WC_SHORTCUT_ALL				0x0F
 extern int	wc_platform_shortcuts;
+
+/*
+ * pg_warmcache.cpu_yield, a developer option: how the restore and the
+ * dump's walk of the OS cache give way to queries that keep every CPU busy.
+ * rules: they look at the queries and the load, keep to a CPU budget and
+ * send the buffer tier to the OS cache only; priority: they run at the
+ * lowest CPU priority (nice 19) and leave it to the kernel's scheduler.
+ */
+typedef enum CpuYield
+{
+	WC_CPU_YIELD_RULES,
+	WC_CPU_YIELD_PRIORITY
+} CpuYield;
+extern int	wc_cpu_yield;
 extern char *wc_platform_shortcuts_string;
 
 extern void wc_define_settings(void);

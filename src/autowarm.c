@@ -60,6 +60,7 @@
 #include "settings.h"
 #include "shmem.h"
 #include "worker.h"
+#include "workload.h"
 
 /* How often a following standby looks at what the primary published */
 #define WC_FOLLOW_POLL_MS		5000
@@ -328,6 +329,7 @@ pg_warmcache_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	before_shmem_exit(autowarm_worker_exit, (Datum) 0);
+	wc_lower_cpu_priority();
 
 	/* No database: the leader reads pg_database, a shared catalog. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);

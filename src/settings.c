@@ -45,6 +45,7 @@ int			wc_max_warm_workers = 2;
 int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
 int			wc_platform_shortcuts = WC_SHORTCUT_ALL;
+int			wc_cpu_yield = WC_CPU_YIELD_RULES;
 char	   *wc_platform_shortcuts_string = NULL;
 
 static const struct
@@ -62,6 +63,12 @@ static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
 	{"read", WC_MODE_READ, false},
 	{"buffer", WC_MODE_BUFFER, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry cpu_yield_options[] = {
+	{"rules", WC_CPU_YIELD_RULES, false},
+	{"priority", WC_CPU_YIELD_PRIORITY, false},
 	{NULL, 0, false}
 };
 
@@ -258,6 +265,17 @@ wc_define_settings(void)
 							   GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,
 							   check_platform_shortcuts,
 							   assign_platform_shortcuts, NULL);
+
+	/* For the benchmarks that weigh the two ways of giving way. */
+	DefineCustomEnumVariable("pg_warmcache.cpu_yield",
+							 "How the restore gives way to queries that keep every CPU busy.",
+							 "rules: a CPU budget and the buffer tier to the OS cache only; priority: the lowest CPU priority.",
+							 &wc_cpu_yield,
+							 WC_CPU_YIELD_RULES,
+							 cpu_yield_options,
+							 PGC_POSTMASTER,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_warmcache");
 }

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -30,8 +31,12 @@
 
 #include "compat.h"
 #include "pg_internals.h"
+#include "settings.h"
 #include "shmem.h"
 #include "workload.h"
+
+/* The lowest CPU priority, the nice value a process gives way with. */
+#define WC_LOWEST_PRIORITY	19
 
 /* How often the CPUs' load is read, in ms. */
 #define WC_CPU_PROBE_MS		10
@@ -152,4 +157,24 @@ wc_cpu_time_us(void)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return 0;
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Under pg_warmcache.cpu_yield = priority, run this process at the lowest
+ * CPU priority, for the rest of its life: the kernel then gives it only
+ * the CPU time that no query of normal priority wants, however the load
+ * is made up.  An unprivileged process cannot raise its priority again
+ * (RLIMIT_NICE), so only the processes that always give way lower it: the
+ * restore workers and the autowarm worker, not warm()'s.
+ */
+void
+wc_lower_cpu_priority(void)
+{
+	if (wc_cpu_yield != WC_CPU_YIELD_PRIORITY)
+		return;
+	errno = 0;
+	if (setpriority(PRIO_PROCESS, 0, WC_LOWEST_PRIORITY) != 0)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("pg_warmcache: could not lower the CPU priority of this process: %m")));
 }
