@@ -21,7 +21,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "warmcache", "none-again"]
+METHODS = ["none", "warmcache", "warmcache-alt", "none-again"]
 WIN = 5
 WC = re.compile(r"restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")

@@ -4,7 +4,7 @@
 # against no warm-up) and whether it evicts their pages (pg_buffercache).
 #
 #   bench/never-evict.sh [--pg 15] [--disk capped] [--scale 100] [--reps 3]
-#                        [--methods none,warmcache,none-again] [--seconds 30]
+#                        [--methods none,warmcache,none-again,warmcache-alt] [--seconds 30]
 #                        [--trigger 5]
 #
 # --pg and --disk take lists.  Per (pg, disk): builds and installs
@@ -28,7 +28,8 @@
 # fork and block of pgbench_accounts and its primary key), then warmcache
 # asks for the restore (warmcache_restore_now(), the default mode), none
 # and none-again (a control: its ratio to none is the workload's own
-# spread) do nothing.  When pgbench and the restore have ended, the list
+# spread) do nothing; warmcache-alt is warmcache with the settings of
+# ALT_CONF (bench/lib.sh) from the server's start.  When pgbench and the restore have ended, the list
 # again.  A page is kept if it is in the same buffer: one evicted and read
 # again by the queries would come back in another.  Pages cached anywhere
 # are counted too.
@@ -73,7 +74,7 @@ done
 ((reps >= 1 && trigger >= 1 && seconds > trigger)) || die "--reps and --trigger must be >= 1, --seconds above --trigger"
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | none-again | warmcache) ;; *) die "unknown method $m (none, none-again, warmcache)" ;; esac
+	case "$m" in none | none-again | warmcache | warmcache-alt) ;; *) die "unknown method $m (none, none-again, warmcache, warmcache-alt)" ;; esac
 done
 IFS=, read -r -a pglist <<<"$pgs"
 IFS=, read -r -a disklist <<<"$disks"
@@ -128,7 +129,8 @@ one_run() {
 	install -o "$PG_USER" -m 600 "$CLDIR/dumps/never-evict/pg_warmcache.blocks" "$PGDATA/pg_warmcache.blocks"
 	run_conf "shared_buffers = ${SBUF_KB}kB
 pg_prewarm.autoprewarm = off
-pg_warmcache.autowarm = off"
+pg_warmcache.autowarm = off
+$([ "$m" != warmcache-alt ] || echo "${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}")"
 	drop_caches
 	pg_start "$CLDIR/logs/$name.log"
 	t_bench=$(now)
@@ -139,10 +141,10 @@ pg_warmcache.autowarm = off"
 	sql "$HOT_PAGES" >"$out/raw/$name.before"
 	n_unused_before=$(sql "$UNUSED")
 	t_trig=$(now)
-	[ "$m" != warmcache ] || sql "select warmcache_restore_now()" >/dev/null
+	[ "${m%-alt}" != warmcache ] || sql "select warmcache_restore_now()" >/dev/null
 	wait "$pgb" || say "WARNING: pgbench failed, see $out/raw/$name.pgbench"
 	t_end=$(now)
-	if [ "$m" = warmcache ]; then
+	if [ "${m%-alt}" = warmcache ]; then
 		re=$(restore_re warmcache)
 		for ((i = 0; i < RESTORE_WAIT * 10; i++)); do
 			grep -Eq "$re" "$CLDIR/logs/$name.log" && break
