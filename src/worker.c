@@ -61,10 +61,10 @@ wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
 /*
  * SIGTERM of the autowarm worker.  Its sender tells a shutdown from a
  * termination.  The postmaster sends SIGTERM to a static background worker
- * only to stop it with the server (smart, fast and immediate shutdown
- * alike), each time twice: to the process and to its process group
- * (signal_child()), and the second copy may come while the shutdown dump
- * runs.  pg_terminate_backend(), kill and pg_ctl kill send it from another
+ * only to stop it with the server (a smart or fast shutdown; an immediate
+ * one sends SIGQUIT), each time twice: to the process and to its process
+ * group (signal_child()), and the second copy may come while the shutdown
+ * dump runs.  pg_terminate_backend(), kill and pg_ctl kill send it from another
  * process.  After the server's request, another one is a second request,
  * which cuts the shutdown dump's walk short (oscache.c).
  */
