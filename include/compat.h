@@ -199,6 +199,42 @@ wc_is_read_wait(uint32 wait_event_info)
 #endif
 
 /*
+ * A signal handler that needs the sender's pid.  From 19, pqsignal() hands
+ * every handler the sender (SA_SIGINFO), and its wrapper leaves out a
+ * process forked by system() that has not exec'd yet.  Up to 18 a handler
+ * gets the signal number alone, so this one is installed with sigaction()
+ * itself, like pqsignal() with SA_RESTART, and tells such a child by its
+ * pid, as 17 and 18's wrapper does.  The handler keeps errno itself.  The
+ * caller installs it before it unblocks signals, and nothing installs
+ * another for the signal afterwards.
+ */
+#if PG_VERSION_NUM >= 190000
+#define WC_SENDER_SIGNAL_ARGS	SIGNAL_ARGS
+#define WC_SIGNAL_SENDER()		((pid_t) pg_siginfo->pid)
+#define WC_SIGNAL_INHERITED()	false
+#define wc_pqsignal_sender(signo, handler)	pqsignal((signo), (handler))
+#else
+#include <signal.h>
+#include <unistd.h>
+#define WC_SENDER_SIGNAL_ARGS \
+	int postgres_signal_arg, siginfo_t *wc_siginfo, void *wc_context
+#define WC_SIGNAL_SENDER()		(wc_siginfo->si_pid)
+#define WC_SIGNAL_INHERITED()	(getpid() != MyProcPid)
+static inline void
+wc_pqsignal_sender(int signo, void (*handler) (WC_SENDER_SIGNAL_ARGS))
+{
+	struct sigaction act;
+
+	memset(&act, 0, sizeof(act));
+	sigemptyset(&act.sa_mask);
+	act.sa_sigaction = handler;
+	act.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (sigaction(signo, &act, NULL) < 0)
+		elog(FATAL, "could not set the handler of signal %d: %m", signo);
+}
+#endif
+
+/*
  * The slots of max_worker_processes.  PostgreSQL has no function that
  * counts the free ones, which the budget of parallel warming needs
  * (parallel_warm.c); it reads bgworker.c's shared array instead, under

@@ -24,8 +24,16 @@
  */
 extern volatile sig_atomic_t wc_cancel_pending;
 
+/*
+ * A shutdown request to the autowarm worker from someone other than the
+ * postmaster, after the postmaster's: it cuts the shutdown dump's walk
+ * short (oscache.c).  Set by the worker's SIGTERM handler (worker.c).
+ */
+extern volatile sig_atomic_t wc_second_request;
+
 extern void wc_init_dynamic_worker(BackgroundWorker *worker,
 								   const char *function, const char *type);
+extern void wc_handle_shutdown_requests(void);
 extern bool wc_server_stopping(void);
 extern int	wc_count_processes(BackendType type);
 

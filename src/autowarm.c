@@ -20,14 +20,14 @@
  * keeps the file until the cache holds at least as many blocks, counted
  * like with like (unlogged ones too, which only the shutdown dump writes).
  *
- * Signals.  SIGTERM is a shutdown request: the postmaster's at shutdown,
- * when its lock file says "stopping" (the worker then writes the shutdown
- * dump and exits with code 0, and is not started again), or anyone's
- * pg_terminate_backend() otherwise (the worker stops what it does, writes
- * no dump and exits with code 1, so that the postmaster starts it again
- * after bgw_restart_time).  SIGINT (pg_cancel_backend()) stops the restore
- * the worker leads, as warmcache_restore_abort() does; the worker goes on,
- * and a cancel at any other time is ignored.
+ * Signals.  SIGTERM is a shutdown request, told by its sender (worker.c):
+ * the postmaster's at shutdown (the worker then writes the shutdown dump
+ * and exits with code 0, and is not started again), or anyone else's
+ * pg_terminate_backend() or kill otherwise (the worker stops what it
+ * does, writes no dump and exits with code 1, so that the postmaster
+ * starts it again after bgw_restart_time).  SIGINT (pg_cancel_backend())
+ * stops the restore the worker leads, as warmcache_restore_abort() does;
+ * the worker goes on, and a cancel at any other time is ignored.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -38,7 +38,6 @@
  */
 #include "postgres.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -97,33 +96,6 @@ autowarm_cancel_handler(SIGNAL_ARGS)
 	int			save_errno = errno;
 
 	wc_cancel_pending = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-/*
- * The postmaster signals each child twice, to its process and to its
- * process group (signal_child()).  During the shutdown dump, a SIGTERM
- * within this many ms of the first is that copy, not a second request; it
- * may arrive while the dump is busy (a walk held in open() by a slow
- * device), so the time is taken when it arrives, in the handler.
- */
-#define WC_SECOND_REQUEST_MS	1000
-
-static struct timespec shutdown_dump_began;
-
-/* SIGTERM during the shutdown dump: a second request, unless the copy. */
-static void
-shutdown_dump_sigterm_handler(SIGNAL_ARGS)
-{
-	int			save_errno = errno;
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((now.tv_sec - shutdown_dump_began.tv_sec) * 1000 +
-		(now.tv_nsec - shutdown_dump_began.tv_nsec) / 1000000 >=
-		WC_SECOND_REQUEST_MS)
-		ShutdownRequestPending = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
 }
@@ -323,7 +295,7 @@ pg_warmcache_main(Datum arg)
 	TimestampTz last_dump;
 	TimestampTz last_fetch = 0;
 
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	wc_handle_shutdown_requests();
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGINT, autowarm_cancel_handler);
 	BackgroundWorkerUnblockSignals();
@@ -468,15 +440,6 @@ pg_warmcache_main(Datum arg)
 		proc_exit(1);
 	}
 	if (wc_autowarm)
-	{
-		/*
-		 * From here on, a shutdown request is a second one (oscache.c), but
-		 * for the postmaster's copy of the first.
-		 */
-		clock_gettime(CLOCK_MONOTONIC, &shutdown_dump_began);
-		pqsignal(SIGTERM, shutdown_dump_sigterm_handler);
-		ShutdownRequestPending = false;
 		auto_dump(true);
-	}
 	proc_exit(0);
 }

@@ -27,10 +27,10 @@
  * periodic dump's walk stops at the autowarm worker's shutdown request
  * (the dump is then abandoned: the shutdown dump follows at once).  The
  * shutdown dump's walk runs after that request by design; it stops after
- * WC_SHUTDOWN_WALK_MS, or at a second shutdown request (autowarm.c tells
- * it from the postmaster's second copy of the first), and the dump keeps
- * what it found until then, so that a fast shutdown of a huge cluster is
- * not held up without bound.  Any walk ends the process when the postmaster dies.
+ * WC_SHUTDOWN_WALK_MS, or at a second shutdown request (one from someone
+ * other than the postmaster, after the postmaster's: worker.c), and the
+ * dump keeps what it found until then, so that a fast shutdown of a huge
+ * cluster is not held up without bound.  Any walk ends the process when the postmaster dies.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -63,6 +63,7 @@
 #include "dumpfile.h"
 #include "oscache.h"
 #include "settings.h"
+#include "worker.h"
 #include "workload.h"
 
 /*
@@ -418,9 +419,9 @@ yield_cpu(OsScan *scan)
 /*
  * Whether the walk is to stop before its end (see the file's header):
  * looked at before each file.  A shutdown request is the autowarm
- * worker's (SIGTERM); it clears it before the shutdown dump, so that there
- * it means a second one.  In a backend, whose SIGTERM is a FATAL at the
- * next CHECK_FOR_INTERRUPTS(), it never comes.
+ * worker's (SIGTERM); the shutdown dump runs after one, so there only a
+ * second one counts.  In a backend, whose SIGTERM is a FATAL at the next
+ * CHECK_FOR_INTERRUPTS(), neither comes.
  */
 static bool
 walk_stopped(OsScan *scan)
@@ -430,7 +431,7 @@ walk_stopped(OsScan *scan)
 	CHECK_FOR_INTERRUPTS();
 	if (!PostmasterIsAlive())
 		proc_exit(1);			/* the dump's exit callback removes its files */
-	if (ShutdownRequestPending)
+	if (scan->shutdown ? wc_second_request : ShutdownRequestPending)
 		scan->stopped = true;
 	else if (scan->shutdown &&
 			 TimestampDifferenceExceeds(scan->started, GetCurrentTimestamp(),
@@ -439,7 +440,7 @@ walk_stopped(OsScan *scan)
 	if (scan->stopped && scan->shutdown)
 		ereport(LOG,
 				(errmsg("pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache %s",
-						ShutdownRequestPending ? "at a second shutdown request" :
+						wc_second_request ? "at a second shutdown request" :
 						psprintf("after %d s", WC_SHUTDOWN_WALK_MS / 1000)),
 				 errdetail("The dump's OS tier holds the blocks found until then.")));
 	else if (scan->stopped)

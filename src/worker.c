@@ -2,14 +2,16 @@
  *
  * worker.c
  *		What the module's background workers share: the set-up of a dynamic
- *		worker, whether the server is shutting down, and the cancel of the
- *		autowarm worker, which stops the restore it leads.
+ *		worker, the autowarm worker's shutdown requests (the server's or
+ *		someone else's), and its cancel, which stops the restore it leads.
  *
- * The autowarm worker (autowarm.c) and the restore leader that runs in it
- * (restore.c) both need to know whether a shutdown request is the server's
- * or someone's pg_terminate_backend(), and whether a cancel came; the
- * restore leader, the standby channel and their workers are started the
- * same way.  These pieces are here, below all of them.
+ * The autowarm worker (autowarm.c), the restore leader that runs in it
+ * (restore.c) and the shutdown dump's walk of the OS page cache
+ * (oscache.c) need to know whether a shutdown request is the server's or
+ * someone's pg_terminate_backend(), whether a second one came, and
+ * whether a cancel came; the restore leader, the standby channel and
+ * their workers are started the same way.  These pieces are here, below
+ * all of them.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -22,15 +24,19 @@
 
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
-#include "storage/fd.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
 #include "storage/pmsignal.h"
 #include "utils/backend_status.h"
-#include "utils/pidfile.h"
 
 #include "compat.h"
 #include "worker.h"
 
 volatile sig_atomic_t wc_cancel_pending = false;
+volatile sig_atomic_t wc_second_request = false;
+
+/* The postmaster asked the autowarm worker to stop: the server shuts down. */
+static volatile sig_atomic_t shutdown_requested = false;
 
 /*
  * Fill in a dynamic background worker of this module that connects to a
@@ -54,36 +60,52 @@ wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
 }
 
 /*
- * Is the server shutting down?  The postmaster marks its lock file
- * "stopping" before it signals its children to stop (smart, fast and
- * immediate shutdown alike), so a SIGTERM that does not find it so came
- * from someone else.  A lock file that cannot be read, or a postmaster
- * that is gone, count as shutting down: nothing is to come back then.
+ * SIGTERM of the autowarm worker.  Its sender tells a shutdown from a
+ * termination.  The postmaster sends SIGTERM to a static background worker
+ * only to stop it with the server (a smart or fast shutdown; an immediate
+ * one sends SIGQUIT), each time twice: to the process and to its process
+ * group (signal_child()), and the second copy may come while the shutdown
+ * dump runs.  pg_terminate_backend(), kill and pg_ctl kill send it from another
+ * process.  After the server's request, another one is a second request,
+ * which cuts the shutdown dump's walk short (oscache.c).
+ */
+static void
+shutdown_request_handler(WC_SENDER_SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	/* A child forked by system() and not yet exec'd is not the worker. */
+	if (WC_SIGNAL_INHERITED())
+		return;
+	if (WC_SIGNAL_SENDER() == PostmasterPid)
+		shutdown_requested = true;
+	else if (shutdown_requested)
+		wc_second_request = true;
+	ShutdownRequestPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * Install the autowarm worker's SIGTERM handler, once for its whole life,
+ * while signals are still blocked.
+ */
+void
+wc_handle_shutdown_requests(void)
+{
+	wc_pqsignal_sender(SIGTERM, shutdown_request_handler);
+}
+
+/*
+ * Is the server shutting down?  Only in the autowarm worker: yes once the
+ * postmaster asked it to stop, or when the postmaster is gone (nothing is
+ * to come back then).  A shutdown request from anyone else is a
+ * termination.
  */
 bool
 wc_server_stopping(void)
 {
-	FILE	   *fp;
-	char		line[2 * MAXPGPATH];
-	int			lineno = 0;
-	bool		stopping = true;
-
-	if (!PostmasterIsAlive())
-		return true;
-	fp = AllocateFile("postmaster.pid", "r");
-	if (fp == NULL)
-		return true;
-	while (fgets(line, sizeof(line), fp) != NULL)
-	{
-		if (++lineno == LOCK_FILE_LINE_PM_STATUS)
-		{
-			stopping = strncmp(line, PM_STATUS_STOPPING,
-							   strlen(PM_STATUS_STOPPING)) == 0;
-			break;
-		}
-	}
-	FreeFile(fp);
-	return stopping;
+	return shutdown_requested || !PostmasterIsAlive();
 }
 
 /*

@@ -41,11 +41,15 @@ our @EXPORT = qw(
   relation_blocks
   cached
   wait_for_restore_worker
+  new_worker_pid
   wait_for_kept_file
   timed_psql
   lock_wait
   fill_table
   drop_os_cache
+  database_dir
+  release_fifo_reader
+  wait_until_stopped
   os_cached_bytes
   os_cached_bytes_of
   os_cached_block_sets
@@ -282,6 +286,22 @@ SELECT pid FROM pg_stat_activity
 	return $node->safe_psql('postgres', $query);
 }
 
+# The autowarm worker's pid once it is another than $old, waiting $secs
+# at most; undef if none came.  Bounded, not dying: a worker that does not
+# come back is a failed test, and the scenarios after it still run.
+sub new_worker_pid
+{
+	my ($node, $old, $secs) = @_;
+	my $deadline = time + $secs;
+	while (time < $deadline)
+	{
+		my $pid = status($node, 'worker_pid');
+		return $pid if $pid ne '' && $pid ne $old;
+		Time::HiRes::usleep(100_000);
+	}
+	return undef;
+}
+
 # Turn on a dump every second (pg_warmcache.dump_interval = 1, by a reload)
 # and wait for the log line of a periodic dump that kept the saved file of
 # $nblocks blocks rather than replace it; die after the default timeout.
@@ -362,6 +382,48 @@ sub drop_os_cache
 	system('dd', "if=$path", 'iflag=nocache', 'count=0', 'status=none') == 0
 	  or die "dd could not drop \"$path\" from the OS cache";
 	return;
+}
+
+# The directory of database postgres's relation files, under the data
+# directory.
+sub database_dir
+{
+	my ($node) = @_;
+	return $node->data_dir . '/'
+	  . $node->safe_psql('postgres',
+		"SELECT pg_relation_filepath('pg_class') AS p") =~ s{/[^/]+$}{}r;
+}
+
+# A FIFO under a relation file's name holds a walk of the relation files
+# in open(), as a file on a stalled device would.  Let that open return:
+# open the FIFO for writing once its reader waits (non-blocking, a
+# writer's open fails with ENXIO until then), and close it.  Dies when no
+# reader came within $secs.
+sub release_fifo_reader
+{
+	my ($fifo, $secs) = @_;
+	my $deadline = time + $secs;
+	my $fh;
+	until (sysopen($fh, $fifo, Fcntl::O_WRONLY() | Fcntl::O_NONBLOCK()))
+	{
+		die "no reader opened $fifo: $!" if time > $deadline;
+		Time::HiRes::usleep(20_000);
+	}
+	close($fh);
+	return;
+}
+
+# Wait until the server of $node, asked to stop without waiting, has
+# stopped (its postmaster.pid is gone), $secs at most; returns whether it
+# did, and tells $node it is stopped.
+sub wait_until_stopped
+{
+	my ($node, $secs) = @_;
+	my $pidfile = $node->data_dir . '/postmaster.pid';
+	my $deadline = time + $secs;
+	Time::HiRes::usleep(100_000) while -e $pidfile && time < $deadline;
+	$node->_update_pid(0);
+	return !-e $pidfile;
 }
 
 # Die, saying why, unless fincore is installed: the tests that need the
