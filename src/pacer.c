@@ -59,8 +59,11 @@
  *
  * What it costs: every 10 ms at most, a lock release and a conditional
  * request (with no strong locker about, both on the fast path, under this
- * process's own LWLock), a look at the invalidation queue, and one lseek()
- * for the size: a few microseconds against the 32 blocks read in between.
+ * process's own LWLock), a look at the invalidation queue, a syscache and
+ * a relcache look-up to open the relation again, and one lseek() for its
+ * size: a few microseconds, against the 32 blocks read in between.  No
+ * other process is looked at, and no shared lock is taken that anyone
+ * else needs, until a strong locker turns the fast path off.
  *
  * A database is probed with a conditional RowExclusiveLock on its database
  * object, the lock a new connection takes: DROP DATABASE, ALTER DATABASE
