@@ -195,13 +195,12 @@ wc_database_wanted(Oid db)
  * restore loads one block at a time and never uses a read stream), so a
  * command that gets the lock meanwhile finds nothing of ours in its way.
  *
- * Our reference to the relcache entry is given up with the lock.  Taking
- * the lock again processes the invalidation messages sent meanwhile, and
- * the relcache rebuilds an entry that is still referenced at once: for a
- * relation that a DROP TABLE removed in that moment, the rebuild fails
- * with an error.  Unreferenced, the entry is only thrown away, and the
- * relation is opened again, perhaps at another address: base.rel tells
- * the engine.
+ * Our relcache reference goes with the lock.  Taking the lock again
+ * processes the invalidation messages sent meanwhile, and an entry still
+ * referenced then is rebuilt on the spot, which fails with an error for a
+ * relation that a DROP TABLE removed in that moment.  An entry nobody
+ * references is only thrown away.  So the relation is opened again,
+ * perhaps at another address, and base.rel tells the engine.
  */
 static PacerStop
 probe_relation(RestorePacer *pacer)
@@ -214,10 +213,11 @@ probe_relation(RestorePacer *pacer)
 	UnlockRelationOid(relid, AccessShareLock);
 	if (!ConditionalLockRelationOid(relid, AccessShareLock))
 		return WC_STOP_LOCK_WANTED;
+
+	/* Dropped meanwhile: the batch's commit releases the lock. */
 	rel = try_relation_open(relid, NoLock);
 	if (rel == NULL)
-		return WC_STOP_REL_CHANGED;		/* dropped; the commit releases the
-										 * lock */
+		return WC_STOP_REL_CHANGED;
 	pacer->base.rel = rel;
 
 	/*
