@@ -130,6 +130,10 @@ struct WarmPacer
 	uint64		found_cached;	/* added to by the engine: blocks of
 								 * os_only found in the OS cache and not
 								 * read; pace() takes them */
+	Relation	rel;			/* if the owner sets it: the relation,
+								 * which pace() may close and open again
+								 * (the restore's lock probe); the engine
+								 * reads through the new one */
 	WarmAdvice	advice;			/* kept by the engine across calls */
 	WarmAdviceShare *advice_share;	/* used instead, if set */
 };

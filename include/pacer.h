@@ -27,6 +27,8 @@ typedef enum PacerStop
 {
 	WC_STOP_NONE,
 	WC_STOP_LOCK_WANTED,		/* a lock request waits for our relation */
+	WC_STOP_REL_CHANGED,		/* rewritten or truncated while its lock was
+								 * let go */
 	WC_STOP_DB_WANTED,			/* a database-level command waits for us */
 	WC_STOP_PAUSE,				/* one wants another database of the
 								 * restore: wait, outside the batch */
@@ -40,7 +42,15 @@ typedef struct RestorePacer
 	RestoreSlot *slot;
 	WarmMode	mode;
 	PacerStop	why;			/* why base.stop was set */
-	Oid			relid;			/* relation being warmed, or InvalidOid */
+
+	/*
+	 * The relation fork being warmed: restore_worker.c sets them, and
+	 * base.rel to the open relation (NULL between batches, and once the
+	 * lock probe closed it for good).
+	 */
+	ForkNumber	fork;
+	RelFileNumber relnumber;	/* its storage when the batch began */
+	BlockNumber nblocks;		/* the fork's size then */
 	bool		counting;		/* count the batch's blocks in the progress */
 	bool		os_tier;		/* reading the OS tier */
 	uint64		batch_done;		/* blocks of the current batch warmed */

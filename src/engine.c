@@ -1176,6 +1176,12 @@ warm_loop(WarmJob *job)
 			in_buffers = os_only = 0;
 			if (pacer->stop)
 				break;
+			if (pacer->rel != NULL && pacer->rel != job->rel)
+			{
+				/* A read stream would still hold the old one. */
+				Assert(!job->use_stream);
+				job->rel = pacer->rel;
+			}
 		}
 		pacer_window = pacer ? pacer->window : wc_default_window();
 

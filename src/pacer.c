@@ -10,7 +10,8 @@
  * - stops the engine on abort, and when someone wants what the restore
  *   holds: a lock request that conflicts with our AccessShareLock on the
  *   relation being read (probed every 10 ms), or a database-level command
- *   on our database (probed every 100 ms);
+ *   on our database (probed every 100 ms); and when the relation was
+ *   rewritten or truncated while the probe had let go of its lock;
  * - stops the engine, for the worker to wait between batches, while a
  *   database-level command wants a database that the restore wants too
  *   (CREATE DATABASE copying its template, say);
@@ -36,18 +37,39 @@
  *   burst ahead of real time sleeps until it is not.  Time spent idle is
  *   not saved up for later beyond that burst.
  *
- * The probes take no lock anyone waits for.  A relation is probed by
- * looking at the processes waiting for a lock: one that waits for
- * AccessExclusiveLock on it, a query's or, on a standby, replay's, is
- * what the restore lets go for.  (LockHasWaitersRelation() cannot be used:
- * our AccessShareLock is usually a fast-path lock, which it does not
- * handle; nor a conditional lock request, which from 17 on may be granted
- * ahead of the waiter because we hold a lock it waits for.)  A database is
- * probed with a conditional RowExclusiveLock on its database object, the
- * lock a new connection takes: DROP DATABASE, ALTER DATABASE RENAME and SET
- * TABLESPACE hold AccessExclusiveLock on it, CREATE DATABASE holds
- * ShareLock on its template, each while it waits for other sessions to
- * leave the database.
+ * A relation is probed by letting go of our AccessShareLock on it and
+ * asking for it again without waiting.  Only AccessExclusiveLock conflicts
+ * with it, and the lock manager refuses a conditional request when a
+ * conflicting lock is held or a conflicting request waits in the queue
+ * ("conflictTab[lockmode] & waitMask" in lock.c).  So the request fails
+ * exactly when someone waits for AccessExclusiveLock on the relation, a
+ * query's or, on a standby, replay's (the startup process waits in the
+ * same queue), or got it in the moment we held nothing; either way the
+ * restore stops the batch and defers the rest of it.  The lock must be let
+ * go first: a process that already holds a lock on the object is put ahead
+ * of the waiters it blocks (from 17 on even a conditional request, in
+ * JoinWaitQueue()), and asking again for a lock it holds only counts it
+ * again.  A waiter for AccessExclusiveLock has also turned off the fast
+ * path for the relation (FastPathStrongRelationLocks), so our request goes
+ * to the main lock table, where the queue is.  LockHasWaitersRelation()
+ * cannot be used: our lock is usually a fast-path one, which it does not
+ * handle.  Letting go also lets a command that got the lock meanwhile
+ * change the relation: after taking it again, the probe checks that the
+ * relation kept its storage and its size (probe_relation()).
+ *
+ * What it costs: every 10 ms at most, a lock release and a conditional
+ * request (with no strong locker about, both on the fast path, under this
+ * process's own LWLock), a look at the invalidation queue, a syscache and
+ * a relcache look-up to open the relation again, and one lseek() for its
+ * size: a few microseconds, against the 32 blocks read in between.  No
+ * other process is looked at, and no shared lock is taken that anyone
+ * else needs, until a strong locker turns the fast path off.
+ *
+ * A database is probed with a conditional RowExclusiveLock on its database
+ * object, the lock a new connection takes: DROP DATABASE, ALTER DATABASE
+ * RENAME and SET TABLESPACE hold AccessExclusiveLock on it, CREATE DATABASE
+ * holds ShareLock on its template, each while it waits for other sessions
+ * to leave the database.  Neither probe makes anyone wait.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -58,20 +80,22 @@
  */
 #include "postgres.h"
 
-#include "catalog/catalog.h"
+#include "access/relation.h"
 #include "catalog/pg_database_d.h"
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/pmsignal.h"
-#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/rel.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "pacer.h"
 #include "settings.h"
 #include "shmem.h"
@@ -163,33 +187,49 @@ wc_database_wanted(Oid db)
 }
 
 /*
- * Is a request for a lock that conflicts with our AccessShareLock (that is,
- * an AccessExclusiveLock) waiting for relid?  Every process that waits for
- * a heavyweight lock, replay on a standby included, shows it in its PGPROC:
- * waitLock and waitLockMode, read here without the partition lock.  A LOCK
- * lives in shared memory for good, so a stale pointer reads an old tag, at
- * worst a wrong answer for one probe, never a fault.
+ * Does someone want the relation being warmed, or did it change while we
+ * let go of its lock?  Returns why the batch must stop, or WC_STOP_NONE.
+ * See the file header for why the lock is let go and taken again.
+ *
+ * Called between two chunks, when the engine holds no buffer pin (the
+ * restore loads one block at a time and never uses a read stream), so a
+ * command that gets the lock meanwhile finds nothing of ours in its way.
+ *
+ * Our relcache reference goes with the lock.  Taking the lock again
+ * processes the invalidation messages sent meanwhile, and an entry still
+ * referenced then is rebuilt on the spot, which fails with an error for a
+ * relation that a DROP TABLE removed in that moment.  An entry nobody
+ * references is only thrown away.  So the relation is opened again,
+ * perhaps at another address, and base.rel tells the engine.
  */
-static bool
-relation_wanted(Oid relid)
+static PacerStop
+probe_relation(RestorePacer *pacer)
 {
-	LOCKTAG		tag;
-	uint32		i;
+	Oid			relid = RelationGetRelid(pacer->base.rel);
+	Relation	rel;
 
-	SET_LOCKTAG_RELATION(tag, IsSharedRelation(relid) ? InvalidOid : MyDatabaseId,
-						 relid);
-	for (i = 0; i < ProcGlobal->allProcCount; i++)
-	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		LOCK	   *lock = *((LOCK *volatile *) &proc->waitLock);
+	relation_close(pacer->base.rel, NoLock);
+	pacer->base.rel = NULL;
+	UnlockRelationOid(relid, AccessShareLock);
+	if (!ConditionalLockRelationOid(relid, AccessShareLock))
+		return WC_STOP_LOCK_WANTED;
 
-		if (lock == NULL || proc == MyProc ||
-			*((volatile LOCKMODE *) &proc->waitLockMode) != AccessExclusiveLock)
-			continue;
-		if (memcmp(&lock->tag, &tag, sizeof(LOCKTAG)) == 0)
-			return true;
-	}
-	return false;
+	/* Dropped meanwhile: the batch's commit releases the lock. */
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+		return WC_STOP_REL_CHANGED;
+	pacer->base.rel = rel;
+
+	/*
+	 * A TRUNCATE, VACUUM FULL or CLUSTER gave it new storage: our blocks are
+	 * gone, and the retry of the batch finds that.  A VACUUM that truncated
+	 * it in place made some of our ranges lie past the end: the retry clips
+	 * them.  (smgr closed what changed when the messages were processed.)
+	 */
+	if (wc_rel_filenumber(rel) != pacer->relnumber ||
+		RelationGetNumberOfBlocksInFork(rel, pacer->fork) < pacer->nblocks)
+		return WC_STOP_REL_CHANGED;
+	return WC_STOP_NONE;
 }
 
 static bool
@@ -232,12 +272,11 @@ wc_pacer_check(RestorePacer *pacer)
 			if (wc_database_wanted(pacer->slot->connect_db))
 				pacer->why = WC_STOP_DB_WANTED;
 		}
-		if (pacer->why == WC_STOP_NONE && OidIsValid(pacer->relid) &&
+		if (pacer->why == WC_STOP_NONE && pacer->base.rel != NULL &&
 			elapsed_ms(pacer->lock_probe_at, now, WC_LOCK_PROBE_MS))
 		{
 			pacer->lock_probe_at = now;
-			if (relation_wanted(pacer->relid))
-				pacer->why = WC_STOP_LOCK_WANTED;
+			pacer->why = probe_relation(pacer);
 		}
 	}
 	pacer->base.stop = (pacer->why != WC_STOP_NONE);

@@ -433,19 +433,29 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		smgrexists(RelationGetSmgr(rel), (ForkNumber) batch->key.fork))
 	{
 		ForkNumber	fork = (ForkNumber) batch->key.fork;
-		int			n = clip_ranges(batch, RelationGetNumberOfBlocksInFork(rel, fork),
-									clipped);
+		BlockNumber nblocks = RelationGetNumberOfBlocksInFork(rel, fork);
+		int			n = clip_ranges(batch, nblocks, clipped);
 		uint64		kept = 0;
 		int			i;
 
 		for (i = 0; i < n; i++)
 			kept += clipped[i].count;
-		pacer->relid = relid;
+		pacer->base.rel = rel;
+		pacer->fork = fork;
+		pacer->relnumber = batch->key.relnumber;
+		pacer->nblocks = nblocks;
 		pacer->counting = batch->counting;
 		pacer->batch_done = 0;
 		set_tier(w, batch->os_tier);
 		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
-		pacer->relid = InvalidOid;
+
+		/*
+		 * The lock probe (pacer.c) may have opened it again, or closed it,
+		 * having let go of the lock for someone who wants it, or having
+		 * found it dropped.
+		 */
+		rel = pacer->base.rel;
+		pacer->base.rel = NULL;
 		gone = batch->blocks - kept;
 		if (pacer->base.stop)
 		{
@@ -498,7 +508,7 @@ restore_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		w->pacer.relid = InvalidOid;
+		w->pacer.base.rel = NULL;
 		if (!w->error_logged)
 			ereport(WARNING,
 					(errmsg("pg_warmcache: could not restore blocks of relation %u/%u/%u: %s",
