@@ -307,34 +307,19 @@ wc_is_read_wait(uint32 wait_event_info)
 #define WC_BGWORKER_INTERRUPTIBLE 0
 #endif
 
+/*---- The backend-status snapshot (what pg_stat_activity reads) ----*/
+
 /*
- * The slots of max_worker_processes.  PostgreSQL has no function that
- * counts the free ones, which the budget of parallel warming needs
- * (parallel_warm.c); it reads bgworker.c's shared array instead, under
- * BackgroundWorkerLock, as GetBackgroundWorkerPid() does.  The layout is
- * the same from 10 to 18 (its parallel counters came in 10).
- * ShmemInitStruct() compares the size it is given with the size of what
- * it finds under the name, so a changed layout is an error there, not a
- * misread; parallel_warm.c then warms without workers.
+ * Entry i, from 1 to pgstat_fetch_stat_numbackends(), of this transaction's
+ * snapshot of the backends' status.  17 renamed the accessor when it added
+ * one by process number; the index is the same.
  */
-#define WC_BGWORKER_ARRAY_NAME	"Background Worker Data"
-
-typedef struct WcBgworkerSlot
-{
-	bool		in_use;
-	bool		terminate;
-	pid_t		pid;			/* InvalidPid: not started yet; 0: gone */
-	uint64		generation;
-	BackgroundWorker worker;
-} WcBgworkerSlot;
-
-typedef struct WcBgworkerArray
-{
-	int			total_slots;
-	uint32		parallel_register_count;
-	uint32		parallel_terminate_count;
-	WcBgworkerSlot slot[FLEXIBLE_ARRAY_MEMBER];
-} WcBgworkerArray;
+#include "utils/backend_status.h"
+#if PG_VERSION_NUM >= 170000
+#define WC_LOCAL_BEENTRY(i)	pgstat_get_local_beentry_by_index(i)
+#else
+#define WC_LOCAL_BEENTRY(i)	pgstat_fetch_stat_local_beentry(i)
+#endif
 
 /* 15 keeps this macro private to procarray.c. */
 #ifndef UINT32_ACCESS_ONCE

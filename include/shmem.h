@@ -21,6 +21,7 @@
 
 #include "channel.h"
 #include "engine.h"
+#include "parallel_warm.h"
 #include "restore.h"
 
 /* What the module is doing; dumps and restores exclude each other. */
@@ -34,7 +35,7 @@ typedef enum WarmState
 /*
  * The shared state.
  *
- * The fields from state to followed_fraction are the lock's: they are
+ * The fields from state to warm_workers are the lock's: they are
  * written only with it held exclusively.  A reader that reports several of
  * them as of one moment takes it in shared mode (warmcache_status(),
  * readiness.c); a loop that looks at one of them to decide whether to go
@@ -105,6 +106,9 @@ typedef struct WarmShared
 	 */
 	bool		followed_pass_done;
 	double		followed_fraction;
+
+	/* The warm workers that warm() calls registered (parallel_warm.c). */
+	WarmWorkerEntry warm_workers[WC_MAX_WARM_WORKERS];
 
 	/* Not the lock's from here on. */
 
