@@ -35,18 +35,20 @@ typedef enum WarmState
 /*
  * The shared state.
  *
- * The fields from state to warm_workers are the lock's: they are
- * written only with it held exclusively.  A reader that reports several of
- * them as of one moment takes it in shared mode (warmcache_status(),
- * readiness.c); a loop that looks at one of them to decide whether to go
- * on (a restore worker at abort_requested, say) reads it without, and sees
- * a change at its next look.
+ * The fields from state to warm_workers are the lock's: they are written
+ * only with it held exclusively.  A reader that reports several of them as
+ * of one moment takes it in shared mode (warmcache_status(), readiness.c);
+ * a loop that looks at one of them to decide whether to go on (a restore
+ * worker at abort_requested, say) reads it without, and sees a change at
+ * its next look.
  *
  * The rest is not the lock's: the counters are atomics, restore_advice has
  * its own spinlock, a restore slot is filled by the leader before it
- * starts the slot's worker and read back after the worker has stopped,
- * and the channel's notes are written by the autowarm worker and the
- * channel worker it starts and waits for, one at a time.
+ * starts the slot's worker and read back after the worker has stopped (a
+ * warm() counting worker slots reads its registered and connected flags as
+ * they are, as a hint), and the channel's notes are written by the
+ * autowarm worker and the channel worker it starts and waits for, one at a
+ * time.
  */
 typedef struct WarmShared
 {
