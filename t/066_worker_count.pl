@@ -104,7 +104,7 @@ is(sampled_warm($s, '100ms'), 2,
 
 # Ended by a statement timeout while its workers wait in their stripes.
 $s->query_safe(
-	"SET pg_warmcache.warm_worker_delay = '60s'; SET statement_timeout = '3s'");
+	"SET pg_warmcache.warm_worker_delay = '60s'; SET statement_timeout = '5s'");
 $s->query_until(qr/warming/, "\\echo warming\nSELECT warm('t');\n");
 is(wait_for_warm_workers(2), 2, 'timed out call: its workers ran');
 $node->poll_query_until('postgres', "SELECT ($warm_sql) = 0")
