@@ -234,44 +234,18 @@ wc_pqsignal_sender(int signo, void (*handler) (WC_SENDER_SIGNAL_ARGS))
 }
 #endif
 
-/*
- * The slots of max_worker_processes.  PostgreSQL has no function that
- * counts the free ones, which the budget of parallel warming needs
- * (parallel_warm.c); it reads bgworker.c's shared array instead, under
- * BackgroundWorkerLock, as GetBackgroundWorkerPid() does.  The layout is
- * the same from 10 to 18 (its parallel counters came in 10).
- * ShmemInitStruct() compares the size it is given with the size of what
- * it finds under the name, so a changed layout is an error there, not a
- * misread; parallel_warm.c then warms without workers.
- */
-#define WC_BGWORKER_ARRAY_NAME	"Background Worker Data"
-
-typedef struct WcBgworkerSlot
-{
-	bool		in_use;
-	bool		terminate;
-	pid_t		pid;			/* InvalidPid: not started yet; 0: gone */
-	uint64		generation;
-	BackgroundWorker worker;
-} WcBgworkerSlot;
-
-typedef struct WcBgworkerArray
-{
-	int			total_slots;
-	uint32		parallel_register_count;
-	uint32		parallel_terminate_count;
-	WcBgworkerSlot slot[FLEXIBLE_ARRAY_MEMBER];
-} WcBgworkerArray;
+/*---- The backend-status snapshot (what pg_stat_activity reads) ----*/
 
 /*
- * An entry of this process's snapshot of the backends' status, by its
- * position (1 to pgstat_fetch_stat_numbackends()): 16 renamed the
- * function.
+ * Entry i, from 1 to pgstat_fetch_stat_numbackends(), of this process's
+ * snapshot of the backends' status.  16 renamed the accessor when it added
+ * one by backend ID; the index is the same.
  */
+#include "utils/backend_status.h"
 #if PG_VERSION_NUM >= 160000
-#define WC_LOCAL_BEENTRY(i) pgstat_get_local_beentry_by_index(i)
+#define WC_LOCAL_BEENTRY(i)	pgstat_get_local_beentry_by_index(i)
 #else
-#define WC_LOCAL_BEENTRY(i) pgstat_fetch_stat_local_beentry(i)
+#define WC_LOCAL_BEENTRY(i)	pgstat_fetch_stat_local_beentry(i)
 #endif
 
 /*

@@ -85,6 +85,9 @@ typedef struct RestoreSlot
 	Oid			db;				/* InvalidOid: the shared catalogs */
 	Oid			connect_db;		/* the database it connects to */
 	int			pid;
+	bool		registered;		/* the leader registered its worker and has
+								 * not seen it stop: it holds a slot of
+								 * max_worker_processes (parallel_warm.c) */
 	int			stripe;			/* this worker's share of the database, */
 	int			nstripes;		/* see WC_STRIPE_BLOCKS */
 	bool		connected;		/* set by the worker once connected */

@@ -21,6 +21,7 @@
 
 #include "channel.h"
 #include "engine.h"
+#include "parallel_warm.h"
 #include "restore.h"
 
 /* What the module is doing; dumps and restores exclude each other. */
@@ -34,18 +35,20 @@ typedef enum WarmState
 /*
  * The shared state.
  *
- * The fields from state to followed_fraction are the lock's: they are
- * written only with it held exclusively.  A reader that reports several of
- * them as of one moment takes it in shared mode (warmcache_status(),
- * readiness.c); a loop that looks at one of them to decide whether to go
- * on (a restore worker at abort_requested, say) reads it without, and sees
- * a change at its next look.
+ * The fields from state to warm_workers are the lock's: they are written
+ * only with it held exclusively.  A reader that reports several of them as
+ * of one moment takes it in shared mode (warmcache_status(), readiness.c);
+ * a loop that looks at one of them to decide whether to go on (a restore
+ * worker at abort_requested, say) reads it without, and sees a change at
+ * its next look.
  *
  * The rest is not the lock's: the counters are atomics, restore_advice has
  * its own spinlock, a restore slot is filled by the leader before it
- * starts the slot's worker and read back after the worker has stopped,
- * and the channel's notes are written by the autowarm worker and the
- * channel worker it starts and waits for, one at a time.
+ * starts the slot's worker and read back after the worker has stopped (a
+ * warm() counting worker slots reads its registered and connected flags as
+ * they are, as a hint), and the channel's notes are written by the
+ * autowarm worker and the channel worker it starts and waits for, one at a
+ * time.
  */
 typedef struct WarmShared
 {
@@ -105,6 +108,9 @@ typedef struct WarmShared
 	 */
 	bool		followed_pass_done;
 	double		followed_fraction;
+
+	/* The warm workers that warm() calls registered (parallel_warm.c). */
+	WarmWorkerEntry warm_workers[WC_MAX_WARM_WORKERS];
 
 	/* Not the lock's from here on. */
 

@@ -45,8 +45,10 @@
  * in the whole server, whoever calls.  A worker is also registered only
  * while more slots of max_worker_processes are free than the restore
  * (pg_warmcache.restore_workers) and the standby channel (one) need: the
- * caller counts the free slots and registers under pg_warmcache's lock, so
- * that concurrent calls cannot both take the last slot they may.
+ * caller counts the slots in use, its own kind's from pg_warmcache's own
+ * bookkeeping and the others' from what pg_stat_activity shows, and
+ * registers under pg_warmcache's lock, so that concurrent calls cannot
+ * both take the last slot they may (see "The budget's bookkeeping" below).
  *
  * Interrupts: workers check for interrupts in the engine's loop and while
  * prefaulting, and end with the postmaster.  The caller waits until each
@@ -78,7 +80,7 @@
 #include "storage/lwlock.h"
 #include "storage/pmsignal.h"
 #include "storage/proc.h"
-#include "storage/shmem.h"
+#include "storage/procarray.h"
 #include "storage/smgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -101,8 +103,8 @@
 /* How long a failed call waits for its workers to exit. */
 #define WC_WORKER_EXIT_TIMEOUT_MS	10000
 
-/* A warm worker's entry point, as its slot names it. */
-#define WC_WARM_WORKER_FUNCTION	"pg_warmcache_warm_main"
+/* A warm worker's type, as pg_stat_activity shows it. */
+#define WC_WARM_WORKER_TYPE	"pg_warmcache warm"
 
 /* Stripe states. */
 #define STRIPE_FREE		0
@@ -141,14 +143,21 @@ typedef struct ParallelWarm
 	WarmAdviceShare advice;		/* whether advice pays, measured together */
 	pg_atomic_uint32 finished[WC_MAX_WARM_WORKERS]; /* set by worker i when
 													 * it has let go of all */
+	pg_atomic_uint32 worker_pid[WC_MAX_WARM_WORKERS];	/* set by worker i as
+														 * it starts */
 	WarmStripe	stripe[FLEXIBLE_ARRAY_MEMBER];
 } ParallelWarm;
 
 /* The caller's side, for the error cleanup. */
 typedef struct WarmLeader
 {
-	int			nworkers;
+	ParallelWarm *pw;
+	int			nworkers;		/* registered, with a handle */
+	int			nclaimed;		/* given an entry in wc_shared */
 	BackgroundWorkerHandle *handles[WC_MAX_WARM_WORKERS];
+	int			entry[WC_MAX_WARM_WORKERS]; /* worker n's entry in
+											 * wc_shared->warm_workers, or
+											 * -1 once given back or left */
 } WarmLeader;
 
 /*
@@ -276,102 +285,207 @@ prefault_buffers(ParallelWarm *pw)
 }
 
 /*
- * bgworker.c's array of worker slots (see compat.h), or NULL if this
- * server's cannot be read; looked up once per process, with no LWLock
- * held (see launch_worker()).
+ * The budget's bookkeeping.  PostgreSQL has no function that counts the
+ * free slots of max_worker_processes, so the caller counts the slots in
+ * use in two parts:
+ *
+ * - The warm workers, exactly: each registration takes an entry of
+ *   wc_shared->warm_workers under pg_warmcache's lock, and the entry is
+ *   given back once the caller sees the worker stopped
+ *   (GetBackgroundWorkerPid() with its own handle: the postmaster has then
+ *   freed the slot).  A caller returns once its workers have let go of the
+ *   relation, before the postmaster has noticed their exit; it leaves their
+ *   entries with their pids, and the next count gives back those whose
+ *   process the postmaster no longer knows (GetBackgroundWorkerTypeByPid()).
+ *   An entry whose caller ended without giving it back (which only a crash,
+ *   and so a reset of shared memory, should allow) is given back too.
+ *
+ * - Every other worker, roughly: the background workers in the
+ *   backend-status snapshot, which is what pg_stat_activity shows, less the
+ *   warm workers, plus the restore's workers registered but not yet
+ *   connected (wc_shared->slots[]).  That misses a worker of another kind
+ *   registered but not yet started (a parallel query's, launched at that
+ *   moment) and a worker that never connects, which has no entry in the
+ *   snapshot.  Then the count is a slot or two short, and a restore worker
+ *   started next may find no slot and wait for one, as it does when the
+ *   slots are taken by others.
  */
-static WcBgworkerArray *
-bgworker_array(void)
+
+/* Whether pid is a warm worker whose slot the postmaster still holds. */
+static bool
+is_warm_worker(int pid)
 {
-	static WcBgworkerArray *array = NULL;
-	static bool looked_up = false;
+	const char *type = GetBackgroundWorkerTypeByPid((pid_t) pid);
 
-	if (!looked_up)
-	{
-		MemoryContext cxt = CurrentMemoryContext;
-		Size		size = add_size(offsetof(WcBgworkerArray, slot),
-									mul_size(max_worker_processes,
-											 sizeof(WcBgworkerSlot)));
-
-		looked_up = true;
-		PG_TRY();
-		{
-			bool		found;
-			WcBgworkerArray *a = ShmemInitStruct(WC_BGWORKER_ARRAY_NAME,
-												 size, &found);
-
-			/* Not found: made just now, and no use; mark it so. */
-			if (!found)
-				a->total_slots = -1;
-			else if (a->total_slots == max_worker_processes)
-				array = a;
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(cxt);
-			FlushErrorState();
-		}
-		PG_END_TRY();
-		if (array == NULL)
-			elog(LOG, "pg_warmcache: cannot count the free background worker slots of this server; warm() starts no workers");
-	}
-	return array;
+	return type != NULL && strcmp(type, WC_WARM_WORKER_TYPE) == 0;
 }
 
 /*
- * Count the free slots of max_worker_processes and the warm workers that
- * hold one, in the whole server.  False if they cannot be counted.
+ * The warm workers that may hold a slot, in the whole server; entries no
+ * worker holds any more are given back first.  pg_warmcache's lock is held
+ * exclusively.
  */
-static bool
-count_worker_slots(int *free_slots, int *warm_workers)
+static int
+count_warm_workers(void)
 {
-	WcBgworkerArray *array = bgworker_array();
+	int			n = 0;
 	int			i;
 
-	*free_slots = 0;
-	*warm_workers = 0;
-	if (array == NULL)
-		return false;
-
-	/* Registrations take it exclusively; the postmaster only frees slots. */
-	LWLockAcquire(BackgroundWorkerLock, LW_SHARED);
-	for (i = 0; i < array->total_slots; i++)
+	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
 	{
-		WcBgworkerSlot *slot = &array->slot[i];
+		WarmWorkerEntry *e = &wc_shared->warm_workers[i];
 
-		if (!slot->in_use)
+		if (e->caller_pid == 0)
+			continue;
+		if (e->pid != 0 ? !is_warm_worker(e->pid) :
+			BackendPidGetProc(e->caller_pid) == NULL)
 		{
-			(*free_slots)++;
+			e->caller_pid = 0;
+			e->pid = 0;
 			continue;
 		}
-		/* As the postmaster reads it: in_use before the contents. */
-		pg_read_barrier();
-		if (strncmp(slot->worker.bgw_library_name, "pg_warmcache",
-					BGW_MAXLEN) == 0 &&
-			strncmp(slot->worker.bgw_function_name, WC_WARM_WORKER_FUNCTION,
-					BGW_MAXLEN) == 0)
-			(*warm_workers)++;
+		n++;
 	}
-	LWLockRelease(BackgroundWorkerLock);
-	return true;
+	return n;
 }
 
 /*
- * Register warm worker n, if the budget allows: fewer than
- * pg_warmcache.max_warm_workers warm workers in the server, more free
- * slots than the restore and the channel need, and (PostgreSQL checks it)
- * fewer parallel workers than max_parallel_workers.  Counting and
- * registering happen under pg_warmcache's lock, so that two calls do not
- * both see the last slot they may take.  *why says why not, for the log.
+ * The slots of max_worker_processes that the rest of the server holds, as
+ * far as can be seen (see above).  Called once per call, without
+ * pg_warmcache's lock: the snapshot copies every backend's status.  It
+ * replaces the snapshot the caller's transaction may hold, so that a
+ * pg_stat_activity read later in it is fresh.
+ */
+static int
+count_other_workers(void)
+{
+	int			n = 0;
+	int			nbackends;
+	int			i;
+
+	/*
+	 * The restore's first: one that connects meanwhile is then counted
+	 * twice rather than not at all.
+	 */
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		if (wc_shared->slots[i].registered && !wc_shared->slots[i].connected)
+			n++;
+
+	pgstat_clear_backend_activity_snapshot();
+	nbackends = pgstat_fetch_stat_numbackends();
+	for (i = 1; i <= nbackends; i++)
+	{
+		LocalPgBackendStatus *entry = WC_LOCAL_BEENTRY(i);
+		const char *type;
+
+		if (entry == NULL ||
+			entry->backendStatus.st_backendType != B_BG_WORKER)
+			continue;
+		/* NULL: gone since, and its slot free. */
+		type = GetBackgroundWorkerTypeByPid(entry->backendStatus.st_procpid);
+		if (type != NULL && strcmp(type, WC_WARM_WORKER_TYPE) != 0)
+			n++;
+	}
+	pgstat_clear_backend_activity_snapshot();
+	return n;
+}
+
+/*
+ * Take a free entry for the caller's worker n; false if none is free.
+ * pg_warmcache's lock is held exclusively.
  */
 static bool
-launch_worker(dsm_segment *seg, Oid relid, int n,
-			  BackgroundWorkerHandle **handle, const char **why)
+claim_entry(WarmLeader *leader, int n)
+{
+	int			e;
+
+	for (e = 0; e < WC_MAX_WARM_WORKERS; e++)
+	{
+		if (wc_shared->warm_workers[e].caller_pid != 0)
+			continue;
+		wc_shared->warm_workers[e].caller_pid = MyProcPid;
+		wc_shared->warm_workers[e].pid = 0;
+		leader->entry[n] = e;
+		leader->nclaimed = n + 1;
+		return true;
+	}
+	return false;
+}
+
+/* Give back the entry of the caller's worker n. */
+static void
+give_back_entry(WarmLeader *leader, int n)
+{
+	WarmWorkerEntry *e = &wc_shared->warm_workers[leader->entry[n]];
+
+	Assert(e->caller_pid == MyProcPid);
+	e->caller_pid = 0;
+	e->pid = 0;
+	leader->entry[n] = -1;
+}
+
+/*
+ * Give back the entries of the caller's workers that have stopped.  With
+ * leave, the caller is done with the others: their entries keep their
+ * pids, for the next count to give back once they are gone.
+ */
+static void
+give_back_workers(WarmLeader *leader, bool leave)
+{
+	bool		locked = false;
+	int			n;
+
+	for (n = 0; n < leader->nclaimed; n++)
+	{
+		pid_t		pid = 0;
+		BgwHandleStatus status = BGWH_STOPPED;
+
+		if (leader->entry[n] < 0)
+			continue;
+		/* An entry without a handle: the registration failed. */
+		if (n < leader->nworkers)
+			status = GetBackgroundWorkerPid(leader->handles[n], &pid);
+		if (status == BGWH_NOT_YET_STARTED && leader->pw != NULL)
+			pid = (pid_t) pg_atomic_read_u32(&leader->pw->worker_pid[n]);
+		if (!leave && status != BGWH_STOPPED &&
+			status != BGWH_POSTMASTER_DIED)
+			continue;
+		if (!locked)
+		{
+			LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+			locked = true;
+		}
+		if (status == BGWH_STOPPED || status == BGWH_POSTMASTER_DIED)
+			give_back_entry(leader, n);
+		else
+		{
+			/* Left with pid 0 (never started), the caller's exit frees it. */
+			wc_shared->warm_workers[leader->entry[n]].pid = (int) pid;
+			leader->entry[n] = -1;
+		}
+	}
+	if (locked)
+		LWLockRelease(wc_shared->lock);
+}
+
+/*
+ * Register the caller's next warm worker, if the budget allows: fewer
+ * than pg_warmcache.max_warm_workers warm workers in the server, more free
+ * slots than the restore and the channel need, and (PostgreSQL checks it)
+ * fewer parallel workers than max_parallel_workers.  others is what
+ * count_other_workers() said.  Counting and registering happen under
+ * pg_warmcache's lock, so that two calls do not both see the last slot
+ * they may take.  *why says why not, for the log.
+ */
+static bool
+launch_worker(dsm_segment *seg, WarmLeader *leader, Oid relid, int others,
+			  const char **why)
 {
 	BackgroundWorker worker;
+	int			n = leader->nworkers;
 	int			reserve = wc_restore_workers + 1;
-	int			free_slots;
 	int			warm_workers;
+	int			free_slots;
 	bool		ok = false;
 
 	memset(&worker, 0, sizeof(worker));
@@ -380,29 +494,31 @@ launch_worker(dsm_segment *seg, Oid relid, int n,
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	strcpy(worker.bgw_library_name, "pg_warmcache");
-	strcpy(worker.bgw_function_name, WC_WARM_WORKER_FUNCTION);
+	strcpy(worker.bgw_function_name, "pg_warmcache_warm_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN,
 			 "pg_warmcache warm of relation %u for PID %d", relid, MyProcPid);
-	strcpy(worker.bgw_type, "pg_warmcache warm");
+	strcpy(worker.bgw_type, WC_WARM_WORKER_TYPE);
 	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
 	worker.bgw_notify_pid = MyProcPid;
 	memcpy(worker.bgw_extra, &n, sizeof(n));
 
-	/*
-	 * The first lookup of the slot array may catch an error, which resets
-	 * the interrupt holdoff count: not while an LWLock is held.
-	 */
-	(void) bgworker_array();
-
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	if (!count_worker_slots(&free_slots, &warm_workers))
-		*why = "the free worker slots cannot be counted";
-	else if (warm_workers >= wc_max_warm_workers)
+	warm_workers = count_warm_workers();
+	free_slots = max_worker_processes - others - warm_workers;
+	if (warm_workers >= wc_max_warm_workers)
 		*why = "pg_warmcache.max_warm_workers run already";
 	else if (free_slots <= reserve)
 		*why = "the last free worker slots are the restore's and the channel's";
-	else if (!(ok = RegisterDynamicBackgroundWorker(&worker, handle)))
+	else if (!claim_entry(leader, n))
+		*why = "pg_warmcache.max_warm_workers run already";	/* not reached */
+	else if ((ok = RegisterDynamicBackgroundWorker(&worker, &leader->handles[n])))
+		leader->nworkers = n + 1;
+	else
+	{
+		give_back_entry(leader, n);
+		leader->nclaimed = n;
 		*why = "max_parallel_workers run already, or no slot is free";
+	}
 	LWLockRelease(wc_shared->lock);
 	return ok;
 }
@@ -466,6 +582,9 @@ terminate_workers(int code, Datum arg)
 	}
 	RESUME_INTERRUPTS();
 
+	/* Those still there keep their entries until they are gone. */
+	give_back_workers(leader, true);
+
 	if (alive > 0 && !proc_exit_inprogress)
 		ereport(FATAL,
 				(errcode(ERRCODE_OBJECT_IN_USE),
@@ -490,6 +609,7 @@ wait_for_workers(ParallelWarm *pw, WarmLeader *leader)
 		bool		all = true;
 		int			i;
 
+		give_back_workers(leader, false);
 		for (i = 0; i < leader->nworkers; i++)
 		{
 			pid_t		pid;
@@ -630,7 +750,10 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pw->advice.count_members = false;
 	pw->advice.advice.members = nprocs;
 	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
+	{
 		pg_atomic_init_u32(&pw->finished[i], 0);
+		pg_atomic_init_u32(&pw->worker_pid[i], 0);
+	}
 	for (i = 0; i < nstripes; i++)
 		pg_atomic_init_u32(&pw->stripe[i].state, STRIPE_FREE);
 
@@ -638,14 +761,15 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	BecomeLockGroupLeader();
 
 	memset(&leader, 0, sizeof(leader));
+	leader.pw = pw;
 	PG_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
 	{
 		const char *why = NULL;
+		int			others = count_other_workers();
 
 		while (leader.nworkers < planned &&
-			   launch_worker(seg, pw->relid, leader.nworkers,
-							 &leader.handles[leader.nworkers], &why))
-			leader.nworkers++;
+			   launch_worker(seg, &leader, pw->relid, others, &why))
+			;
 		if (why != NULL)
 			elog(DEBUG1, "pg_warmcache: no more warm workers: %s", why);
 
@@ -664,6 +788,7 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(terminate_workers, PointerGetDatum(&leader));
 
+	give_back_workers(&leader, true);
 	for (i = 0; i < (uint32) leader.nworkers; i++)
 		pfree(leader.handles[i]);
 	dsm_detach(seg);
@@ -718,6 +843,7 @@ pg_warmcache_warm_main(Datum arg)
 		proc_exit(0);
 	pw = dsm_segment_address(seg);
 	memcpy(&n, MyBgworkerEntry->bgw_extra, sizeof(n));
+	pg_atomic_write_u32(&pw->worker_pid[n], (uint32) MyProcPid);
 
 	/* Join the caller's lock group before taking any lock. */
 	if (!BecomeLockGroupMember(pw->leader, pw->leader_pid))

@@ -468,6 +468,7 @@ free_slot(RestoreLeader *leader)
 			continue;
 		pfree(stale_handles[i]);
 		stale_handles[i] = NULL;
+		wc_shared->slots[i].registered = false;
 		ereport(LOG,
 				(errmsg("the restore worker left in slot %d has ended: the slot is used again",
 						i)));
@@ -493,7 +494,10 @@ forget_workers(RestoreLeader *leader)
 		if (leader->handles[i] == NULL)
 			continue;
 		if (GetBackgroundWorkerPid(leader->handles[i], &pid) == BGWH_STOPPED)
+		{
 			pfree(leader->handles[i]);
+			wc_shared->slots[i].registered = false;
+		}
 		else
 		{
 			ereport(WARNING,
@@ -535,8 +539,11 @@ start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db,
 	slot->pid = 0;
 	pg_atomic_write_u64(&slot->processed, 0);
 
+	/* Before registering: a warm() counting slots sees it a moment early. */
+	slot->registered = true;
 	if (!launch_restore_worker(i, &leader->handles[i]))
 	{
+		slot->registered = false;
 		leader->handles[i] = NULL;
 		return false;
 	}
@@ -591,6 +598,7 @@ reap_workers(RestoreLeader *leader)
 		pfree(leader->handles[i]);
 		leader->handles[i] = NULL;
 		slot->pid = 0;
+		slot->registered = false;
 		leader->running--;
 		close_share(leader, share,
 					OidIsValid(share->db) && !slot->connected ?
