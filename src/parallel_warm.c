@@ -129,8 +129,9 @@ typedef struct ParallelWarm
 	int			window;			/* the caller's look-ahead */
 	int			io_concurrency; /* the caller's maintenance_io_concurrency */
 	int			delay_ms;		/* pg_warmcache.warm_worker_delay */
-	PGPROC	   *leader;
+	PGPROC	   *leader;			/* for BecomeLockGroupMember() */
 	int			leader_pid;
+	Latch	   *leader_latch;	/* the caller's MyLatch */
 	BlockNumber start;			/* of the range */
 	BlockNumber count;
 	BlockNumber stripe_blocks;
@@ -736,6 +737,7 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 	pw->delay_ms = wc_warm_worker_delay;
 	pw->leader = MyProc;
 	pw->leader_pid = MyProcPid;
+	pw->leader_latch = MyLatch;
 	pw->start = range->start;
 	pw->count = range->count;
 	pw->stripe_blocks = stripe_blocks;
@@ -805,7 +807,7 @@ worker_finish(ParallelWarm *pw, int n, dsm_segment *seg)
 	/* The stripes' counts and states first (wait_for_workers() reads). */
 	pg_write_barrier();
 	pg_atomic_write_u32(&pw->finished[n], 1);
-	SetLatch(&pw->leader->procLatch);
+	SetLatch(pw->leader_latch);
 	dsm_detach(seg);
 	proc_exit(0);
 }
