@@ -266,14 +266,19 @@ wc_define_settings(void)
 							   check_platform_shortcuts,
 							   assign_platform_shortcuts, NULL);
 
-	/* For the benchmarks that weigh the two ways of giving way. */
+	/*
+	 * For the benchmarks that weigh the two ways of giving way.  A process
+	 * reads it when it starts: a lowered priority cannot be raised again.
+	 * (Not PGC_POSTMASTER: the library also loads into sessions, after
+	 * the server started.)
+	 */
 	DefineCustomEnumVariable("pg_warmcache.cpu_yield",
 							 "How the restore gives way to queries that keep every CPU busy.",
 							 "rules: a CPU budget and the buffer tier to the OS cache only; priority: the lowest CPU priority.",
 							 &wc_cpu_yield,
 							 WC_CPU_YIELD_RULES,
 							 cpu_yield_options,
-							 PGC_POSTMASTER,
+							 PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
