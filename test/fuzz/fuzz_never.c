@@ -32,6 +32,7 @@ void	   *wc_shared = NULL;
 NEVER(ProcessInterrupts)
 NEVER(pg_re_throw)
 NEVER(LockBufHdr)
+NEVER(wc_buffer_page)
 NEVER(LWLockAcquire)
 NEVER(LWLockRelease)
 NEVER(SetLatch)
