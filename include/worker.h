@@ -35,6 +35,6 @@ extern void wc_init_dynamic_worker(BackgroundWorker *worker,
 								   const char *function, const char *type);
 extern void wc_handle_shutdown_requests(void);
 extern bool wc_server_stopping(void);
-extern int	wc_count_processes(BackendType type);
+extern int	wc_count_processes(BackendType type, const char *except);
 
 #endif							/* PG_WARMCACHE_WORKER_H */

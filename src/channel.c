@@ -359,7 +359,7 @@ run_channel_worker(ChannelJob job)
 static bool
 standby_streaming(void)
 {
-	return wc_count_processes(B_WAL_SENDER) > 0;
+	return wc_count_processes(B_WAL_SENDER, NULL) > 0;
 }
 
 /*

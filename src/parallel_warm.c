@@ -92,6 +92,7 @@
 #include "parallel_warm.h"
 #include "settings.h"
 #include "shmem.h"
+#include "worker.h"
 
 /* Stripes: at most this many blocks, at least WC_MIN_WARM_STRIPE. */
 #define WC_WARM_STRIPE		4096
@@ -361,7 +362,6 @@ static int
 count_other_workers(void)
 {
 	int			n = 0;
-	int			nbackends;
 	int			i;
 
 	/*
@@ -372,23 +372,7 @@ count_other_workers(void)
 		if (wc_shared->slots[i].registered && !wc_shared->slots[i].connected)
 			n++;
 
-	pgstat_clear_backend_activity_snapshot();
-	nbackends = pgstat_fetch_stat_numbackends();
-	for (i = 1; i <= nbackends; i++)
-	{
-		LocalPgBackendStatus *entry = WC_LOCAL_BEENTRY(i);
-		const char *type;
-
-		if (entry == NULL ||
-			entry->backendStatus.st_backendType != B_BG_WORKER)
-			continue;
-		/* NULL: gone since, and its slot free. */
-		type = GetBackgroundWorkerTypeByPid(entry->backendStatus.st_procpid);
-		if (type != NULL && strcmp(type, WC_WARM_WORKER_TYPE) != 0)
-			n++;
-	}
-	pgstat_clear_backend_activity_snapshot();
-	return n;
+	return n + wc_count_processes(B_BG_WORKER, WC_WARM_WORKER_TYPE);
 }
 
 /*

@@ -110,23 +110,37 @@ wc_server_stopping(void)
 
 /*
  * How many of the server's processes are of this type now, as
- * pg_stat_activity shows them: from a snapshot of the backends' status,
- * dropped again at once so that the next count reads afresh.  A process
- * still starting up, that has not reported its status yet, is not counted.
+ * pg_stat_activity shows them, leaving out background workers of the
+ * bgw_type except (NULL: none) and those gone since.  From a snapshot of
+ * the backends' status, taken afresh and dropped again at once: it
+ * replaces one the caller's transaction may hold, so that a
+ * pg_stat_activity read later in it is fresh too.  A process still
+ * starting up, that has not reported its status yet, is not counted.
  */
 int
-wc_count_processes(BackendType type)
+wc_count_processes(BackendType type, const char *except)
 {
-	int			n = pgstat_fetch_stat_numbackends();
+	int			n;
 	int			count = 0;
 	int			i;
 
+	pgstat_clear_backend_activity_snapshot();
+	n = pgstat_fetch_stat_numbackends();
 	for (i = 1; i <= n; i++)
 	{
 		LocalPgBackendStatus *entry = WC_LOCAL_BEENTRY(i);
+		const char *bgw_type;
 
-		if (entry != NULL && entry->backendStatus.st_backendType == type)
-			count++;
+		if (entry == NULL || entry->backendStatus.st_backendType != type)
+			continue;
+		if (except != NULL)
+		{
+			/* NULL: gone since, and its slot free. */
+			bgw_type = GetBackgroundWorkerTypeByPid(entry->backendStatus.st_procpid);
+			if (bgw_type == NULL || strcmp(bgw_type, except) == 0)
+				continue;
+		}
+		count++;
 	}
 	pgstat_clear_backend_activity_snapshot();
 	return count;
