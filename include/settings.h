@@ -41,16 +41,16 @@ extern int	wc_warm_worker_delay;
 extern int	wc_platform_shortcuts;
 
 /*
- * pg_warmcache.cpu_yield, a developer option: how the restore and the
- * dump's walk of the OS cache give way to queries that keep every CPU busy.
- * rules: they look at the queries and the load, keep to a CPU budget and
- * send the buffer tier to the OS cache only; priority: they run at the
- * lowest CPU priority (nice 19) and leave it to the kernel's scheduler.
+ * pg_warmcache.cpu_yield, a developer option: what tells the restore and
+ * the dump's walk of the OS cache that queries keep every CPU busy.
+ * backends: as many of this server's backends running as there are CPUs;
+ * loadavg: one of them running while the machine's run queue is longer
+ * than its CPUs.
  */
 typedef enum CpuYield
 {
-	WC_CPU_YIELD_RULES,
-	WC_CPU_YIELD_PRIORITY
+	WC_CPU_YIELD_BACKENDS,
+	WC_CPU_YIELD_LOADAVG
 } CpuYield;
 extern int	wc_cpu_yield;
 extern char *wc_platform_shortcuts_string;

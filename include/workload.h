@@ -22,6 +22,5 @@
 
 extern void wc_look_at_backends(bool *reading, bool *on_cpu);
 extern int64 wc_cpu_time_us(void);
-extern void wc_lower_cpu_priority(void);
 
 #endif							/* PG_WARMCACHE_WORKLOAD_H */

@@ -301,7 +301,6 @@ pg_warmcache_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	before_shmem_exit(autowarm_worker_exit, (Datum) 0);
-	wc_lower_cpu_priority();
 
 	/* No database: the leader reads pg_database, a shared catalog. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);

@@ -394,8 +394,7 @@ yield_cpu(OsScan *scan)
 	bool		on_cpu;
 	long		ms;
 
-	if (++scan->work < WC_SCAN_WORK_PER_LOOK || scan->shutdown ||
-		wc_cpu_yield == WC_CPU_YIELD_PRIORITY)
+	if (++scan->work < WC_SCAN_WORK_PER_LOOK || scan->shutdown)
 		return;
 	scan->work = 0;
 	spent = wc_cpu_time_us() - scan->cpu_at;

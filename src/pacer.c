@@ -443,8 +443,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		return;
 
 	now = GetCurrentTimestamp();
-	if ((wc_cpu_yield == WC_CPU_YIELD_RULES || wc_restore_yield) &&
-		elapsed_ms(pacer->fg_probe_at, now, WC_FG_PROBE_MS))
+	if (elapsed_ms(pacer->fg_probe_at, now, WC_FG_PROBE_MS))
 	{
 		pacer->fg_probe_at = now;
 		look_at_backends(pacer, now);
@@ -477,8 +476,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * wait for: the followed set is in the OS cache, and loading it is the
 	 * CPU work that serves them.
 	 */
-	frugal = wc_cpu_yield == WC_CPU_YIELD_RULES &&
-		elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
+	frugal = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
 		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
 		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
 

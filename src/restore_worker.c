@@ -880,7 +880,6 @@ pg_warmcache_restore_main(Datum arg)
 	pqsignal(SIGTERM, wc_restore_sigterm_handler);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
-	wc_lower_cpu_priority();
 
 	restore_slot = DatumGetInt32(arg);
 	memset(&w, 0, sizeof(w));

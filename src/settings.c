@@ -45,7 +45,7 @@ int			wc_max_warm_workers = 2;
 int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
 int			wc_platform_shortcuts = WC_SHORTCUT_ALL;
-int			wc_cpu_yield = WC_CPU_YIELD_RULES;
+int			wc_cpu_yield = WC_CPU_YIELD_BACKENDS;
 char	   *wc_platform_shortcuts_string = NULL;
 
 static const struct
@@ -67,8 +67,8 @@ static const struct config_enum_entry mode_options[] = {
 };
 
 static const struct config_enum_entry cpu_yield_options[] = {
-	{"rules", WC_CPU_YIELD_RULES, false},
-	{"priority", WC_CPU_YIELD_PRIORITY, false},
+	{"backends", WC_CPU_YIELD_BACKENDS, false},
+	{"loadavg", WC_CPU_YIELD_LOADAVG, false},
 	{NULL, 0, false}
 };
 
@@ -266,17 +266,12 @@ wc_define_settings(void)
 							   check_platform_shortcuts,
 							   assign_platform_shortcuts, NULL);
 
-	/*
-	 * For the benchmarks that weigh the two ways of giving way.  A process
-	 * reads it when it starts: a lowered priority cannot be raised again.
-	 * (Not PGC_POSTMASTER: the library also loads into sessions, after
-	 * the server started.)
-	 */
+	/* For the benchmark that weighs the two ways of seeing busy CPUs. */
 	DefineCustomEnumVariable("pg_warmcache.cpu_yield",
-							 "How the restore gives way to queries that keep every CPU busy.",
-							 "rules: a CPU budget and the buffer tier to the OS cache only; priority: the lowest CPU priority.",
+							 "What tells the restore that queries keep every CPU busy.",
+							 "backends: as many of this server's backends running as CPUs; loadavg: the machine's run queue.",
 							 &wc_cpu_yield,
-							 WC_CPU_YIELD_RULES,
+							 WC_CPU_YIELD_BACKENDS,
 							 cpu_yield_options,
 							 PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE,

@@ -20,7 +20,6 @@
 #include "postgres.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -35,10 +34,7 @@
 #include "shmem.h"
 #include "workload.h"
 
-/* The lowest CPU priority, the nice value a process gives way with. */
-#define WC_LOWEST_PRIORITY	19
-
-/* How often the CPUs' load is read, in ms. */
+/* How often /proc/loadavg is read, in ms. */
 #define WC_CPU_PROBE_MS		10
 
 static bool
@@ -54,19 +50,39 @@ is_restore_process(int pid)
 	return false;
 }
 
+/* The CPUs this process may run on. */
+static int
+usable_cpus(void)
+{
+	static int	ncpus = 0;
+
+	if (ncpus == 0)
+	{
+#ifdef __linux__
+		cpu_set_t	set;
+
+		CPU_ZERO(&set);
+		if (sched_getaffinity(0, sizeof(set), &set) == 0)
+			ncpus = CPU_COUNT(&set);
+#endif
+		if (ncpus <= 0)
+			ncpus = (int) sysconf(_SC_NPROCESSORS_ONLN);
+		ncpus = Max(ncpus, 1);
+	}
+	return ncpus;
+}
+
 /*
- * Are all CPUs taken, so that what we run, someone else waits for?  On
- * Linux, the tasks that are running or ready to run (the fourth field of
- * /proc/loadavg, ourselves included) against the CPUs we may run on, more
- * of them in two looks running; read at most every WC_CPU_PROBE_MS, the
- * last answer standing in between.
- * Elsewhere, taken to be so whenever a query runs.
+ * Under pg_warmcache.cpu_yield = loadavg: are all CPUs taken, by anyone?
+ * The tasks that are running or ready to run (the fourth field of
+ * /proc/loadavg, ourselves included) against the CPUs, more of them in two
+ * looks running; read at most every WC_CPU_PROBE_MS.  Only for the
+ * benchmark that weighs it against the count of this server's backends.
  */
 static bool
-cpus_taken(void)
+machine_cpus_taken(void)
 {
 #ifdef __linux__
-	static int	ncpus = 0;
 	static TimestampTz probed_at = 0;
 	static bool taken = true;
 	static int	streak = 0;
@@ -76,15 +92,6 @@ cpus_taken(void)
 	ssize_t		len;
 	int			running;
 
-	if (ncpus == 0)
-	{
-		cpu_set_t	set;
-
-		CPU_ZERO(&set);
-		ncpus = sched_getaffinity(0, sizeof(set), &set) == 0 ?
-			CPU_COUNT(&set) : (int) sysconf(_SC_NPROCESSORS_ONLN);
-		ncpus = Max(ncpus, 1);
-	}
 	if (now - probed_at < (TimestampTz) WC_CPU_PROBE_MS * 1000)
 		return taken;
 	probed_at = now;
@@ -98,8 +105,7 @@ cpus_taken(void)
 	buf[len] = '\0';
 	if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
 		return taken = true;
-	/* Twice running: a process starting up is not a busy machine. */
-	streak = running > ncpus ? streak + 1 : 0;
+	streak = running > usable_cpus() ? streak + 1 : 0;
 	return taken = (streak >= 2);
 #else
 	return true;
@@ -108,21 +114,26 @@ cpus_taken(void)
 
 /*
  * Look at what the other backends do: does one wait for a data file read,
- * is one running on a CPU that we would take from it?  Their wait events
- * are read without a lock, as pg_stat_activity does (pg_internals.c): a
- * stale value only delays the reaction by one look.  A backend with no
- * wait event is running; an idle one waits for its client.  A running one
- * counts only while all CPUs are taken (cpus_taken): where a CPU is free,
- * what we run costs no query anything.  A backend counts once its process
- * is confirmed to run, which up to 16 costs a look at the process array:
- * only the first one that would change the answer is confirmed.
- * Auxiliary processes (18's I/O workers among them) are not looked at:
- * they work on others' behalf.
+ * do they keep every CPU busy?  Their wait events are read without a lock,
+ * as pg_stat_activity does (pg_internals.c): a stale value only delays the
+ * reaction by one look.  A backend with no wait event is running; an idle
+ * one waits for its client.  The CPUs count as the queries' when at least
+ * as many of this server's backends run as there are CPUs: with one free,
+ * what we run costs no query anything.  Only this server's backends count,
+ * so that load from outside it (another server, a backup, a build) never
+ * holds the restore back from shared buffers: that load is not what the
+ * restore serves, and it is the scheduler's to share out.
+ * A backend counts once its process is confirmed to run, which up to 16
+ * costs a look at the process array for each one counted.  Auxiliary
+ * processes (18's I/O workers among them) are not looked at: they work on
+ * others' behalf.
  */
 void
 wc_look_at_backends(bool *reading, bool *on_cpu)
 {
 	int			n = wc_backend_look();
+	int			ncpus = usable_cpus();
+	int			running = 0;
 	int			i;
 
 	*reading = *on_cpu = false;
@@ -135,17 +146,19 @@ wc_look_at_backends(bool *reading, bool *on_cpu)
 			continue;
 		if (wait != 0 && !wc_is_read_wait(wait))
 			continue;
-		if (wait == 0 && *on_cpu)
+		if (wait == 0 && running >= ncpus)
 			continue;
 		if (is_restore_process(pid) || !wc_backend_confirmed(i, pid))
 			continue;
 		if (wait == 0)
-			*on_cpu = true;
+			running++;
 		else
 			*reading = true;
 	}
-	if (*on_cpu && !cpus_taken())
-		*on_cpu = false;
+	if (wc_cpu_yield == WC_CPU_YIELD_LOADAVG)
+		*on_cpu = running > 0 && machine_cpus_taken();
+	else
+		*on_cpu = running >= ncpus;
 }
 
 /* This process's CPU time, in microseconds. */
@@ -157,24 +170,4 @@ wc_cpu_time_us(void)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return 0;
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/*
- * Under pg_warmcache.cpu_yield = priority, run this process at the lowest
- * CPU priority, for the rest of its life: the kernel then gives it only
- * the CPU time that no query of normal priority wants, however the load
- * is made up.  An unprivileged process cannot raise its priority again
- * (RLIMIT_NICE), so only the processes that always give way lower it: the
- * restore workers and the autowarm worker, not warm()'s.
- */
-void
-wc_lower_cpu_priority(void)
-{
-	if (wc_cpu_yield != WC_CPU_YIELD_PRIORITY)
-		return;
-	errno = 0;
-	if (setpriority(PRIO_PROCESS, 0, WC_LOWEST_PRIORITY) != 0)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("pg_warmcache: could not lower the CPU priority of this process: %m")));
 }

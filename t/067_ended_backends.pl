@@ -3,16 +3,18 @@
 # Backends that have exited do not count as queries running on a CPU.
 #
 # The restore looks at the other backends' PGPROCs (src/pg_internals.c) and
-# becomes frugal while one runs on a CPU and every CPU is taken.  A PGPROC
+# becomes frugal while as many of them run on a CPU as there are CPUs.  A PGPROC
 # freed by an exit keeps its pid up to 16, with no wait event: taken for a
 # live one, it would make every later restore frugal.  From 17 a freed
 # PGPROC's pid is 0.  Either way, after 50 connections have ended, a
 # restore beside processes that keep every CPU busy (not backends) must
 # not be frugal: the pacer's line at DEBUG1 says "frugal 0.0 s" and no
 # sleep for the CPU budget, and the whole table goes into shared buffers,
-# none of it to the OS cache only.  A second restore beside one backend
-# that does run on a CPU must be frugal, which shows that the machine
-# looked busy to the pacer, so that the first case tested something.  The
+# none of it to the OS cache only.  Nor beside one backend fewer running
+# than CPUs: load from outside the server is not the queries' (1.3 read
+# the machine's run queue and was frugal here).  A last restore beside as
+# many running backends as CPUs must be frugal, which shows that the
+# pacer does see busy CPUs, so that the first cases tested something.  The
 # busy loops would slow any test beside this one: it runs alone.
 
 use strict;
@@ -120,28 +122,54 @@ is(cached($node, 't'), $blocks,
 is(status($node, 'restore_blocks_os_only'), '0',
 	'ended connections: no block went to the OS cache only');
 
-# The control: one backend that runs on a CPU throughout.
-my $loop;
-($line, @pacer) = restore_busy(
-	sub {
-		$loop = $node->background_psql('postgres', on_error_stop => 0);
+# $n backends that run on a CPU throughout (loops, no reads): returns the
+# sub that cancels them.
+sub busy_backends
+{
+	my ($n) = @_;
+	my @loops;
+	for (1 .. $n)
+	{
+		my $loop = $node->background_psql('postgres', on_error_stop => 0);
 		$loop->query_until(qr/busy/,
 			"\\echo busy\nSET statement_timeout = '180s';\n"
 			  . "DO \$\$BEGIN LOOP END LOOP; END\$\$;\n");
-		$node->poll_query_until('postgres',
-			q{SELECT count(*) = 1 FROM pg_stat_activity
- WHERE state = 'active' AND query LIKE 'DO $$BEGIN LOOP%'})
-		  or die 'the busy loop did not start';
-		return sub {
-			$node->safe_psql('postgres',
-				q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		push @loops, $loop;
+	}
+	$node->poll_query_until('postgres',
+		qq{SELECT count(*) = $n FROM pg_stat_activity
+ WHERE state = 'active' AND query LIKE 'DO \$\$BEGIN LOOP%'})
+	  or die 'the busy loops did not start';
+	return sub {
+		$node->safe_psql('postgres',
+			q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
  WHERE query LIKE 'DO $$BEGIN LOOP%'});
-			$loop->quit;
-		};
-	});
-note "restore beside a busy backend: $line";
+		$_->quit for @loops;
+	};
+}
+
+# Load from outside the server does not hold the restore back: with one
+# CPU fewer than there are running backends of this server, the restore
+# is never frugal, though the spinners keep the machine's run queue full.
+SKIP:
+{
+	skip 'one CPU only', 3 if $ncpus < 2;
+	($line, @pacer) = restore_busy(sub { busy_backends($ncpus - 1) });
+	note "restore beside " . ($ncpus - 1) . " busy backends and the spinners: $line";
+	ok(!(grep { !/^frugal 0\.0 s, .* slept 0\.0 s for the CPU budget/ } @pacer),
+		'busy backends fewer than CPUs, the machine loaded from outside: the restore was never frugal'
+	) or diag(join("\n", @pacer));
+	is(cached($node, 't'), $blocks,
+		'busy backends fewer than CPUs: all of t went into shared buffers');
+	is(status($node, 'restore_blocks_os_only'), '0',
+		'busy backends fewer than CPUs: no block went to the OS cache only');
+}
+
+# The control: as many backends as CPUs run throughout.
+($line, @pacer) = restore_busy(sub { busy_backends($ncpus) });
+note "restore beside $ncpus busy backends: $line";
 ok( (grep { /^frugal (\d+\.\d) s/ && $1 > 0 } @pacer),
-	'a backend running on a CPU: the restore was frugal (the machine looked busy)'
+	'as many backends running as CPUs: the restore was frugal (the CPUs looked busy)'
 ) or diag(join("\n", @pacer));
 
 my $log = slurp_file($node->logfile);
