@@ -582,13 +582,22 @@ run_conf() {
 	chown "$PG_USER:" "$PGDATA/bench_run.conf"
 }
 
+# alt_conf warmcache-altN: the lines of ALTN_CONF (N = 2, 3, 4), which
+# must be set: more settings weighed in one run.
+alt_conf() {
+	local var="ALT${1#warmcache-alt}_CONF"
+	[ -n "${!var:-}" ] || die "$1 needs $var"
+	printf '%s\n' "${!var}"
+}
+
 # method_conf METHOD: the warm-up method's settings for the next start
 # (none, or none-again, the same again as a control; autoprewarm,
 # warmcache with the OS tier, or warmcache-buffers without it;
 # warmcache-alt is warmcache with the lines of ALT_CONF added, by default
 # pg_warmcache.platform_shortcuts = '' (no direct use of the system where
 # PostgreSQL's interfaces do without): the same build with another setting
-# in the same run; WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their
+# in the same run, and warmcache-alt2, -alt3 and -alt4 the same with
+# ALT2_CONF, ALT3_CONF and ALT4_CONF; WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their
 # own).
 method_conf() {
 	case "$1" in
@@ -597,6 +606,7 @@ method_conf() {
 	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-buffers) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = off\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-alt) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}"$'\n'"${WARMCACHE_CONF:-}" ;;
+	warmcache-alt[234]) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"$(alt_conf "$1")"$'\n'"${WARMCACHE_CONF:-}" ;;
 	esac
 }
 

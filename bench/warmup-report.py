@@ -23,7 +23,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-alt", "none-again", "reader", "reader-slow"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-alt", "warmcache-alt2", "warmcache-alt3", "warmcache-alt4", "none-again", "reader", "reader-slow"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs

@@ -5,7 +5,7 @@
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
 #                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again,
-#                              reader,reader-slow,warmcache-alt]
+#                              reader,reader-slow,warmcache-alt,warmcache-alt2..4]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -20,7 +20,8 @@
 # buffers and the OS page cache) and warmcache-buffers (dump_os_cache = off:
 # shared buffers only, as pg_warmcache 1.0) and warmcache-alt (warmcache
 # with the settings of ALT_CONF added, by default no direct use of the
-# system: pg_warmcache.platform_shortcuts = ''); none-again is none once more,
+# system: pg_warmcache.platform_shortcuts = ''; warmcache-alt2 to -alt4
+# with those of ALT2_CONF to ALT4_CONF); none-again is none once more,
 # a control: its ratio to none is what the workload's own spread alone
 # gives.  reader and reader-slow are no warm-up in the server while
 # bench/read-files.py, outside it, reads every file of the database once
@@ -144,7 +145,7 @@ for w in "${workloads[@]}"; do
 done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-alt | reader | reader-slow) ;;
+	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-alt | warmcache-alt[234] | reader | reader-slow) ;;
 	*) die "unknown method $m" ;;
 	esac
 done
