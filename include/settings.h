@@ -40,19 +40,6 @@ extern int	wc_warm_worker_delay;
 #define WC_SHORTCUT_ALL				0x0F
 extern int	wc_platform_shortcuts;
 
-/*
- * pg_warmcache.cpu_yield, a developer option: what tells the restore and
- * the dump's walk of the OS cache that queries keep every CPU busy.
- * backends: as many of this server's backends running as there are CPUs;
- * loadavg: one of them running while the machine's run queue is longer
- * than its CPUs.
- */
-typedef enum CpuYield
-{
-	WC_CPU_YIELD_BACKENDS,
-	WC_CPU_YIELD_LOADAVG
-} CpuYield;
-extern int	wc_cpu_yield;
 extern char *wc_platform_shortcuts_string;
 
 extern void wc_define_settings(void);

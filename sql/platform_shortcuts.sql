@@ -17,4 +17,3 @@ RESET ROLE;
 DROP ROLE wc_shortcut_user;
 RESET pg_warmcache.platform_shortcuts;
 SHOW pg_warmcache.platform_shortcuts;
-SHOW pg_warmcache.cpu_yield;

@@ -45,7 +45,6 @@ int			wc_max_warm_workers = 2;
 int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
 int			wc_platform_shortcuts = WC_SHORTCUT_ALL;
-int			wc_cpu_yield = WC_CPU_YIELD_BACKENDS;
 char	   *wc_platform_shortcuts_string = NULL;
 
 static const struct
@@ -63,12 +62,6 @@ static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
 	{"read", WC_MODE_READ, false},
 	{"buffer", WC_MODE_BUFFER, false},
-	{NULL, 0, false}
-};
-
-static const struct config_enum_entry cpu_yield_options[] = {
-	{"backends", WC_CPU_YIELD_BACKENDS, false},
-	{"loadavg", WC_CPU_YIELD_LOADAVG, false},
 	{NULL, 0, false}
 };
 
@@ -265,17 +258,6 @@ wc_define_settings(void)
 							   GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,
 							   check_platform_shortcuts,
 							   assign_platform_shortcuts, NULL);
-
-	/* For the benchmark that weighs the two ways of seeing busy CPUs. */
-	DefineCustomEnumVariable("pg_warmcache.cpu_yield",
-							 "What tells the restore that queries keep every CPU busy.",
-							 "backends: as many of this server's backends running as CPUs; loadavg: the machine's run queue.",
-							 &wc_cpu_yield,
-							 WC_CPU_YIELD_BACKENDS,
-							 cpu_yield_options,
-							 PGC_SIGHUP,
-							 GUC_NOT_IN_SAMPLE,
-							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_warmcache");
 }

@@ -19,7 +19,6 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -30,12 +29,8 @@
 
 #include "compat.h"
 #include "pg_internals.h"
-#include "settings.h"
 #include "shmem.h"
 #include "workload.h"
-
-/* How often /proc/loadavg is read, in ms. */
-#define WC_CPU_PROBE_MS		10
 
 static bool
 is_restore_process(int pid)
@@ -70,46 +65,6 @@ usable_cpus(void)
 		ncpus = Max(ncpus, 1);
 	}
 	return ncpus;
-}
-
-/*
- * Under pg_warmcache.cpu_yield = loadavg: are all CPUs taken, by anyone?
- * The tasks that are running or ready to run (the fourth field of
- * /proc/loadavg, ourselves included) against the CPUs, more of them in two
- * looks running; read at most every WC_CPU_PROBE_MS.  Only for the
- * benchmark that weighs it against the count of this server's backends.
- */
-static bool
-machine_cpus_taken(void)
-{
-#ifdef __linux__
-	static TimestampTz probed_at = 0;
-	static bool taken = true;
-	static int	streak = 0;
-	TimestampTz now = GetCurrentTimestamp();
-	char		buf[128];
-	int			fd;
-	ssize_t		len;
-	int			running;
-
-	if (now - probed_at < (TimestampTz) WC_CPU_PROBE_MS * 1000)
-		return taken;
-	probed_at = now;
-	fd = open("/proc/loadavg", O_RDONLY);
-	if (fd < 0)
-		return taken = true;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return taken = true;
-	buf[len] = '\0';
-	if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
-		return taken = true;
-	streak = running > usable_cpus() ? streak + 1 : 0;
-	return taken = (streak >= 2);
-#else
-	return true;
-#endif
 }
 
 /*
@@ -155,10 +110,7 @@ wc_look_at_backends(bool *reading, bool *on_cpu)
 		else
 			*reading = true;
 	}
-	if (wc_cpu_yield == WC_CPU_YIELD_LOADAVG)
-		*on_cpu = running > 0 && machine_cpus_taken();
-	else
-		*on_cpu = running >= ncpus;
+	*on_cpu = running >= ncpus;
 }
 
 /* This process's CPU time, in microseconds. */
