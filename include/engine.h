@@ -117,8 +117,6 @@ struct WarmPacer
 	bool		buffers_full;	/* set by the engine when no_evict hit */
 	bool		skip_in_buffers;	/* read mode: do not read a chunk whose
 									 * blocks are all in shared buffers */
-	bool		read_twice;		/* read mode: read each chunk twice (see
-								 * read_os) */
 	bool		os_cache_only;	/* buffer mode: read the next chunk into
 								 * the OS cache only, as mode read with
 								 * skip_in_buffers (set by pace()) */

@@ -34,10 +34,9 @@ extern int	wc_warm_worker_delay;
  * default; benchmarks turn one off to measure what it gains.
  */
 #define WC_SHORTCUT_PREFAULT		0x01	/* prefault buffers' memory */
-#define WC_SHORTCUT_READ_TWICE		0x02	/* a restored chunk read twice */
-#define WC_SHORTCUT_CACHESTAT		0x04	/* count cached pages, not map */
-#define WC_SHORTCUT_DEVICE_PIECE	0x08	/* reads sized by the device */
-#define WC_SHORTCUT_ALL				0x0F
+#define WC_SHORTCUT_CACHESTAT		0x02	/* count cached pages, not map */
+#define WC_SHORTCUT_DEVICE_PIECE	0x04	/* reads sized by the device */
+#define WC_SHORTCUT_ALL				0x07
 extern int	wc_platform_shortcuts;
 
 extern char *wc_platform_shortcuts_string;

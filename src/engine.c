@@ -853,13 +853,6 @@ dropped_until_cursor(WarmJob *job, bool done)
 /*
  * Read n blocks from block on into private memory: the OS cache keeps them.
  * Returns false if the file is shorter than that (the relation shrank).
- *
- * With the pacer's read_twice, the blocks are read again, from the page
- * cache: the kernel puts a page read once on its inactive list, the first
- * it reclaims, and the first query to read it again pays for moving it to
- * the active list; a page read twice is on the active list already.  The
- * restore's blocks were in use before the restart, so that is where they
- * belong, and the second read costs one copy.
  */
 static bool
 read_os(WarmJob *job, BlockNumber block, BlockNumber n)
@@ -867,28 +860,20 @@ read_os(WarmJob *job, BlockNumber block, BlockNumber n)
 	SegFile    *sf = &job->sf[0];
 	File		f = seg_file(sf, block);
 	int			nread;
-	int			pass;
 
 	if (f < 0)
 		return false;
 	if (job->iobuf == NULL)
 		job->iobuf = palloc(WC_IO_BLOCKS * BLCKSZ);
-	for (pass = 0; pass < (job->pacer && job->pacer->read_twice &&
-						   (wc_platform_shortcuts & WC_SHORTCUT_READ_TWICE) ? 2 : 1);
-		 pass++)
-	{
-		nread = FileRead(f, job->iobuf, (size_t) n * BLCKSZ,
-						 (off_t) (block % RELSEG_SIZE) * BLCKSZ,
-						 WAIT_EVENT_DATA_FILE_READ);
-		if (nread < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read blocks %u..%u of file \"%s\": %m",
-							block, block + n - 1, sf->path)));
-		if (nread != (int) (n * BLCKSZ))
-			return false;
-	}
-	return true;
+	nread = FileRead(f, job->iobuf, (size_t) n * BLCKSZ,
+					 (off_t) (block % RELSEG_SIZE) * BLCKSZ,
+					 WAIT_EVENT_DATA_FILE_READ);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read blocks %u..%u of file \"%s\": %m",
+						block, block + n - 1, sf->path)));
+	return nread == (int) (n * BLCKSZ);
 }
 
 /*

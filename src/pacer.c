@@ -139,7 +139,6 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->base.window = wc_default_window();
 	pacer->base.no_evict = true;
 	pacer->base.prefault = true;
-	pacer->base.read_twice = true;
 	/* The workers read from one device: see WarmAdvice. */
 	pacer->base.advice_share = &wc_shared->restore_advice;
 	pacer->slot = slot;
@@ -508,14 +507,6 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		pacer->frugal_since = now;
 	pacer->base.skip_cached_chunks = pacer->base.os_cache_only &&
 		elapsed_ms(pacer->frugal_since, now, WC_FRUGAL_SKIP_MS);
-
-	/*
-	 * Reading a chunk a second time puts its pages on the kernel's active
-	 * list (engine.c, read_os); it costs a copy from the page cache.  Not
-	 * while every cycle is a query's: a page that a query then reads is
-	 * activated by that read.
-	 */
-	pacer->base.read_twice = !frugal;
 
 	if (frugal && cpu_spent > 0)
 		budget_us = charge_budget(&wc_shared->cpu_clock,

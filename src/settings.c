@@ -53,7 +53,6 @@ static const struct
 	int			flag;
 }			shortcut_names[] = {
 	{"prefault", WC_SHORTCUT_PREFAULT},
-	{"read_twice", WC_SHORTCUT_READ_TWICE},
 	{"cachestat", WC_SHORTCUT_CACHESTAT},
 	{"device_piece", WC_SHORTCUT_DEVICE_PIECE},
 };
@@ -108,7 +107,7 @@ check_platform_shortcuts(char **newval, void **extra, GucSource source)
 		if (i == lengthof(shortcut_names))
 		{
 			GUC_check_errdetail("Unrecognized shortcut: \"%s\".", name);
-			GUC_check_errhint("The shortcuts are prefault, read_twice, cachestat and device_piece, or all.");
+			GUC_check_errhint("The shortcuts are prefault, cachestat and device_piece, or all.");
 			pfree(copy);
 			list_free(names);
 			return false;
@@ -251,7 +250,7 @@ wc_define_settings(void)
 	/* For the benchmarks that weigh each direct use of the system. */
 	DefineCustomStringVariable("pg_warmcache.platform_shortcuts",
 							   "Direct uses of the operating system that pg_warmcache may make.",
-							   "A list of prefault, read_twice, cachestat and device_piece, or all.",
+							   "A list of prefault, cachestat and device_piece, or all.",
 							   &wc_platform_shortcuts_string,
 							   "all",
 							   PGC_SUSET,
