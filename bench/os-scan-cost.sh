@@ -4,7 +4,7 @@
 # files are scattered in the OS page cache.
 #
 #   bench/os-scan-cost.sh [--pg 15|18] [--gb 10] [--reps 5] [--stride-kb 64]
-#                         [--files 0] [--files-cached 100]
+#                         [--files 0] [--files-cached 100] [--alt]
 #
 # The cluster is a scale-1 pgbench cluster of its own on the local disk
 # (bench/lib.sh's, named os-scan; shared_buffers 256MB here), so that what
@@ -33,7 +33,11 @@
 #
 # Output: a table per run and the medians (with min-max): CPU ms, CPU ms
 # per GB of scattered files for (on - off), wall ms, file bytes and bytes
-# per GB.  The fake files are removed at the end (also on failure).
+# per GB.  With --alt a third setting, alt, runs in the same rotation:
+# dump_os_cache on plus the lines of ALT_CONF (default
+# pg_warmcache.platform_shortcuts = '', so that the walk maps every file
+# where it would count its cached pages), weighed against on the same way
+# (alt - on).  The fake files are removed at the end (also on failure).
 # Environment: bench/lib.sh's (BENCH_BASE, PGWC_PORT, SKIP_INSTALL, ...).
 # Needs root.
 set -euo pipefail
@@ -41,7 +45,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 gb=10 reps=5 stride=64 nfiles=0 fcached=100
+pg=15 gb=10 reps=5 stride=64 nfiles=0 fcached=100 alt=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--stride-kb) stride=$2; shift 2 ;;
 	--files) nfiles=$2; shift 2 ;;
 	--files-cached) fcached=$2; shift 2 ;;
+	--alt) alt=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -135,9 +140,13 @@ resident() {
 res0=$(resident)
 say "resident: $res0 GB of $gb GB"
 
-# one_dump on|off: prints "cpu_ns user_ticks sys_ticks wall_ms file_bytes blocks"
+# one_dump on|off|alt: prints "cpu_ns user_ticks sys_ticks wall_ms file_bytes blocks"
 one_dump() {
-	run_conf "pg_warmcache.dump_os_cache = $1"
+	if [ "$1" = alt ]; then
+		run_conf "pg_warmcache.dump_os_cache = on"$'\n'"${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}"
+	else
+		run_conf "pg_warmcache.dump_os_cache = $1"
+	fi
 	sql "select pg_reload_conf()" >/dev/null
 	sleep 0.5
 	psqlc -At -d bench -F ' ' <<'EOF'
@@ -161,11 +170,18 @@ echo "| rep | dump_os_cache | CPU ms (schedstat) | user+sys ms (stat) | wall ms 
 echo "|---|---|---:|---:|---:|---:|---:|"
 one_dump off >/dev/null # warm the catalogs and the code
 for ((r = 1; r <= reps; r++)); do
-	order=(on off)
-	((r % 2)) || order=(off on)
+	if ((alt)); then
+		order=(on off alt)
+		case $((r % 3)) in 2) order=(off alt on) ;; 0) order=(alt on off) ;; esac
+	else
+		order=(on off)
+		((r % 2)) || order=(off on)
+	fi
 	for m in "${order[@]}"; do
 		read -r cpu ut st wall bytes blocks seen < <(one_dump "$m")
-		[ "$seen" = "$m" ] || die "the backend saw dump_os_cache = $seen, not $m"
+		want=$m
+		[ "$m" != alt ] || want=on
+		[ "$seen" = "$want" ] || die "the backend saw dump_os_cache = $seen, not $want"
 		cpums=$(awk -v n="$cpu" 'BEGIN { printf "%.1f", n / 1e6 }')
 		tickms=$(awk -v a="$ut" -v b="$st" -v hz="$hz" 'BEGIN { printf "%.0f", (a + b) * 1000 / hz }')
 		echo "| $r | $m | $cpums | $tickms | $wall | $bytes | $blocks |"
@@ -192,9 +208,18 @@ END {
 	printf "| dump_os_cache | CPU ms median (min-max) | wall ms median (min-max) | file bytes | blocks |\n|---|---:|---:|---:|---:|\n"
 	printf "| off | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %d | %d |\n", mc["off"], lc["off"], hc["off"], mw["off"], lw["off"], hw["off"], bytes["off"], blocks["off"]
 	printf "| on | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %d | %d |\n", mc["on"], lc["on"], hc["on"], mw["on"], lw["on"], hw["on"], bytes["on"], blocks["on"]
+	if ("alt" in n)
+		printf "| alt | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %d | %d |\n", mc["alt"], lc["alt"], hc["alt"], mw["alt"], lw["alt"], hw["alt"], bytes["alt"], blocks["alt"]
 	if (gb > 0)
 		printf "\nOS tier, per GB of scattered files: CPU %.1f ms (on - off, medians), wall %.1f ms, file %.0f bytes\n",
 			(mc["on"] - mc["off"]) / gb, (mw["on"] - mw["off"]) / gb, (bytes["on"] - bytes["off"]) / gb
 	printf "\nOS tier, per relation file (%d in the cluster): CPU %.1f us (on - off, medians), wall %.1f us\n",
 		files, (mc["on"] - mc["off"]) * 1000 / files, (mw["on"] - mw["off"]) * 1000 / files
+	if ("alt" in n) {
+		if (gb > 0)
+			printf "alt against on, per GB of scattered files: CPU %.1f ms (alt - on, medians), wall %.1f ms\n",
+				(mc["alt"] - mc["on"]) / gb, (mw["alt"] - mw["on"]) / gb
+		printf "alt against on, per relation file: CPU %.1f us (alt - on, medians), wall %.1f us\n",
+			(mc["alt"] - mc["on"]) * 1000 / files, (mw["alt"] - mw["on"]) * 1000 / files
+	}
 }'

@@ -5,6 +5,7 @@
 #   bench/warm-vs-prewarm.sh [--pg 15|18] [--scale 100] [--reps 7]
 #                            [--conditions cpu,iops,capped,cold]
 #                            [--modes buffer] [--workers 2] [--huge-pages on|off]
+#                            [--alt]
 #
 # Conditions:
 #   cpu     the files in the OS cache, shared_buffers cold (a restart): the
@@ -33,6 +34,11 @@
 # return, and a second row, prefetch-until-cached, times it until 99% of the
 # files is in the OS cache (fincore polled every 20 ms).
 #
+# --alt adds a method, warm-alt: warm with up to --workers workers in a
+# session with pg_warmcache.platform_shortcuts = ALT_SHORTCUTS (default
+# '', no direct use of the system), so that a shortcut is weighed against
+# the same build in the same run.
+#
 # --huge-pages on runs the servers with huge_pages = on, their pages
 # reserved in the kernel's pool for the run and given back at its end; off
 # (the default) with the ordinary pages of a default install.  In the cpu
@@ -53,7 +59,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off
+pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off alt=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
@@ -63,11 +69,12 @@ while [ $# -gt 0 ]; do
 	--conditions) conditions=$2; shift 2 ;;
 	--workers) workers=$2; shift 2 ;;
 	--huge-pages) huge=$2; shift 2 ;;
+	--alt) alt=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge"
+cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')")"
 case "$huge" in on | off) ;; *) die "--huge-pages: on or off" ;; esac
 base_conf=${EXTRA_CONF:-}
 need_root
@@ -203,6 +210,7 @@ time_call() {
 	pg_prewarm) fn=pg_prewarm ;;
 	warm) set="set pg_warmcache.max_warm_workers = 0;" ;;
 	warm-parallel) set="set pg_warmcache.max_warm_workers = $workers;" ;;
+	warm-alt) set="set pg_warmcache.max_warm_workers = $workers; set pg_warmcache.platform_shortcuts = '${ALT_SHORTCUTS:-}';" ;;
 	esac
 	pg_stop
 	prepare "$cond"
@@ -243,6 +251,7 @@ one_rep() {
 	for mode in "${modelist[@]}"; do
 		methods=(pg_prewarm warm)
 		[ "$mode" = prefetch ] || [ "$workers" -eq 0 ] || methods+=(warm-parallel)
+		((!alt)) || methods+=(warm-alt)
 		n=${#methods[@]}
 		for ((k = 0; k < n; k++)); do
 			method=${methods[$(((k + rep - 1) % n))]}
@@ -280,7 +289,8 @@ names = {"cpu": "CPU-bound: files in the OS cache, shared_buffers cold",
          "capped": "Bandwidth-capped: 3000 IOPS, 125 MB/s, read_ahead_kb 128",
          "cold": "Local disk, cold (drop_caches)"}
 labels = {"pg_prewarm": "pg_prewarm", "warm": "warm() alone",
-          "warm-parallel": f"warm(), up to {workers} worker(s)"}
+          "warm-parallel": f"warm(), up to {workers} worker(s)",
+          "warm-alt": f"warm(), up to {workers} worker(s), ALT_SHORTCUTS"}
 def order(seq):
     out = []
     for x in seq:
