@@ -170,7 +170,8 @@ EOF
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)"
+	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)" | tr '\n' ' '
+	echo
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
