@@ -53,8 +53,9 @@
  *	  AuxiliaryProcKill() clears it), with no wait event: it would look busy
  *	  on a CPU for good.  There a PGPROC's process is confirmed by
  *	  BackendPidGetProc(pid) returning that PGPROC (public, under
- *	  ProcArrayLock); a PGPROC found stale is remembered with its pid, so
- *	  that each costs one confirmation.
+ *	  ProcArrayLock); a PGPROC found stale is remembered with its pid for a
+ *	  second, one found running for 100 ms, so that each costs one
+ *	  confirmation in that time.
  *	  - Checked: the stored proc.c of 17 and later ("Mark the proc no longer
  *		in use"); the 15 and 16 forms of ProcKill() disown the latch and
  *		leave pid.

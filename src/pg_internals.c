@@ -223,6 +223,17 @@ static int	proc_check = 0;
 #define WC_STALE_FORGET_MS	1000
 static int *stale_pid = NULL;
 static TimestampTz stale_since = 0;
+
+/*
+ * And the pid confirmed to run in each PGPROC, trusted for 100 ms: each
+ * confirmation takes ProcArrayLock, which every commit up to 16 takes in
+ * exclusive mode, and a look every 2 ms may count as many backends as
+ * there are CPUs.  A process that exits meanwhile is counted for at most
+ * that long.
+ */
+#define WC_CONFIRMED_FORGET_MS	100
+static int *confirmed_pid = NULL;
+static TimestampTz confirmed_since = 0;
 #endif
 
 /*
@@ -267,7 +278,9 @@ check_own_proc(void)
 #if PG_VERSION_NUM < 170000
 	stale_pid = MemoryContextAllocZero(TopMemoryContext,
 									   MaxBackends * sizeof(int));
-	stale_since = GetCurrentTimestamp();
+	confirmed_pid = MemoryContextAllocZero(TopMemoryContext,
+										   MaxBackends * sizeof(int));
+	stale_since = confirmed_since = GetCurrentTimestamp();
 #endif
 }
 
@@ -283,11 +296,20 @@ wc_backend_look(void)
 	if (proc_check < 0)
 		return 0;
 #if PG_VERSION_NUM < 170000
-	if (TimestampDifferenceExceeds(stale_since, GetCurrentTimestamp(),
-								   WC_STALE_FORGET_MS))
 	{
-		memset(stale_pid, 0, MaxBackends * sizeof(int));
-		stale_since = GetCurrentTimestamp();
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (TimestampDifferenceExceeds(stale_since, now, WC_STALE_FORGET_MS))
+		{
+			memset(stale_pid, 0, MaxBackends * sizeof(int));
+			stale_since = now;
+		}
+		if (TimestampDifferenceExceeds(confirmed_since, now,
+									   WC_CONFIRMED_FORGET_MS))
+		{
+			memset(confirmed_pid, 0, MaxBackends * sizeof(int));
+			confirmed_since = now;
+		}
 	}
 #endif
 	return MaxBackends;
@@ -320,7 +342,8 @@ wc_backend_seen(int slot, int *pid, uint32 *wait_event_info)
  * Whether the process that the PGPROC at slot showed as pid still runs.
  * From 17 on a pid shown is one in use.  Up to 16 the process array
  * confirms it, under ProcArrayLock in shared mode; a PGPROC found stale is
- * passed over by wc_backend_seen() for the next second.
+ * passed over by wc_backend_seen() for the next second, and one confirmed
+ * is not asked about again for the next 100 ms.
  */
 bool
 wc_backend_confirmed(int slot, int pid)
@@ -328,8 +351,13 @@ wc_backend_confirmed(int slot, int pid)
 #if PG_VERSION_NUM >= 170000
 	return true;
 #else
-	if (BackendPidGetProc(pid) == &ProcGlobal->allProcs[slot])
+	if (confirmed_pid[slot] == pid)
 		return true;
+	if (BackendPidGetProc(pid) == &ProcGlobal->allProcs[slot])
+	{
+		confirmed_pid[slot] = pid;
+		return true;
+	}
 	stale_pid[slot] = pid;
 	return false;
 #endif
