@@ -18,7 +18,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -65,48 +64,8 @@ restore_cold();
 cmp_ok(cached($node, 'big'), '>=', 0.98 * $blocks,
 	'without busy queries, big came back into shared buffers');
 
-# Queries busy on a CPU throughout (loops, no reads), $n of them, started
-# by start_busy() and cancelled by stop_busy(), which returns how many ran
-# until then.
-my @busy;
-
-sub start_busy
-{
-	my ($n) = @_;
-	for my $i (1 .. $n)
-	{
-		my ($out, $err) = ('', '');
-		my $h = IPC::Run::start(
-			[
-				'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-				q{SET statement_timeout = '120s';
-DO $$BEGIN LOOP END LOOP; END$$}
-			],
-			'>', \$out, '2>', \$err,
-			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-		push @busy, [ $h, \$err ];
-	}
-	wait_for_status($node,
-		qq{(SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SET statement_timeout%' AND state = 'active') = $n},
-		'the busy queries');
-	return;
-}
-
-sub stop_busy
-{
-	my $ran = 0;
-	$node->safe_psql('postgres',
-		q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SET statement_timeout%'}
-	);
-	for my $session (@busy)
-	{
-		my ($h, $err) = @$session;
-		$h->finish;
-		$ran++ if $$err =~ /canceling statement due to user request/;
-	}
-	@busy = ();
-	return $ran;
-}
+# The busy queries' canceller: returns how many ran until then.
+my $stop_busy;
 
 chomp(my $ncpus = `nproc`);
 $ncpus = 1 unless $ncpus && $ncpus =~ /^\d+$/;
@@ -117,16 +76,16 @@ $ncpus = 1 unless $ncpus && $ncpus =~ /^\d+$/;
 SKIP:
 {
 	skip 'one CPU only', 4 if $ncpus < 2;
-	restore_cold(sub { start_busy($ncpus - 1) });
-	is(stop_busy(), $ncpus - 1,
+	restore_cold(sub { $stop_busy = busy_backends($node, $ncpus - 1) });
+	is($stop_busy->(), $ncpus - 1,
 		'the busy queries, one fewer than CPUs, ran through the restore');
 	cmp_ok(cached($node, 'big'), '>=', 0.5 * $blocks,
 		'beside a free CPU, big came back into shared buffers');
 }
 
 # With every CPU busy, the restore gives way.
-restore_cold(sub { start_busy($ncpus) });
-is(stop_busy(), $ncpus, "the $ncpus busy queries ran through the restore");
+restore_cold(sub { $stop_busy = busy_backends($node, $ncpus) });
+is($stop_busy->(), $ncpus, "the $ncpus busy queries ran through the restore");
 
 cmp_ok(cached($node, 'big'), '<', $blocks / 4,
 	'beside busy queries, big did not go into shared buffers');

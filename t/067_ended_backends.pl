@@ -122,39 +122,13 @@ is(cached($node, 't'), $blocks,
 is(status($node, 'restore_blocks_os_only'), '0',
 	'ended connections: no block went to the OS cache only');
 
-# $n backends that run on a CPU throughout (loops, no reads): returns the
-# sub that cancels them.
-sub busy_backends
-{
-	my ($n) = @_;
-	my @loops;
-	for (1 .. $n)
-	{
-		my $loop = $node->background_psql('postgres', on_error_stop => 0);
-		$loop->query_until(qr/busy/,
-			"\\echo busy\nSET statement_timeout = '180s';\n"
-			  . "DO \$\$BEGIN LOOP END LOOP; END\$\$;\n");
-		push @loops, $loop;
-	}
-	$node->poll_query_until('postgres',
-		qq{SELECT count(*) = $n FROM pg_stat_activity
- WHERE state = 'active' AND query LIKE 'DO \$\$BEGIN LOOP%'})
-	  or die 'the busy loops did not start';
-	return sub {
-		$node->safe_psql('postgres',
-			q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
- WHERE query LIKE 'DO $$BEGIN LOOP%'});
-		$_->quit for @loops;
-	};
-}
-
 # Load from outside the server does not hold the restore back: with one
 # CPU fewer than there are running backends of this server, the restore
 # is never frugal, though the spinners keep the machine's run queue full.
 SKIP:
 {
 	skip 'one CPU only', 3 if $ncpus < 2;
-	($line, @pacer) = restore_busy(sub { busy_backends($ncpus - 1) });
+	($line, @pacer) = restore_busy(sub { busy_backends($node, $ncpus - 1) });
 	note "restore beside " . ($ncpus - 1) . " busy backends and the spinners: $line";
 	ok(!(grep { !/^frugal 0\.0 s, .* slept 0\.0 s for the CPU budget/ } @pacer),
 		'busy backends fewer than CPUs, the machine loaded from outside: the restore was never frugal'
@@ -166,7 +140,7 @@ SKIP:
 }
 
 # The control: as many backends as CPUs run throughout.
-($line, @pacer) = restore_busy(sub { busy_backends($ncpus) });
+($line, @pacer) = restore_busy(sub { busy_backends($node, $ncpus) });
 note "restore beside $ncpus busy backends: $line";
 ok( (grep { /^frugal (\d+\.\d) s/ && $1 > 0 } @pacer),
 	'as many backends running as CPUs: the restore was frugal (the CPUs looked busy)'

@@ -16,6 +16,7 @@ use strict;
 use warnings;
 
 use Exporter ();
+use IPC::Run ();
 use Fcntl qw(:flock);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -45,6 +46,7 @@ our @EXPORT = qw(
   wait_for_kept_file
   timed_psql
   lock_wait
+  busy_backends
   fill_table
   drop_os_cache
   database_dir
@@ -349,6 +351,42 @@ COMMIT;});
 		return undef;
 	}
 	return $stdout;
+}
+
+# Start $n backends that run on a CPU throughout (loops in PL/pgSQL, no
+# reads) and wait until all of them show as active.  Returns the sub that
+# cancels them, which returns how many ran until then.
+sub busy_backends
+{
+	my ($node, $n) = @_;
+	my $query = q{SET statement_timeout = '180s'; DO $$BEGIN LOOP END LOOP; END$$};
+	my @loops;
+	for (1 .. $n)
+	{
+		my ($out, $err) = ('', '');
+		my $h = IPC::Run::start(
+			[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $query ],
+			'>', \$out, '2>', \$err,
+			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+		push @loops, [ $h, \$err ];
+	}
+	$node->poll_query_until('postgres',
+		qq{SELECT count(*) = $n FROM pg_stat_activity
+ WHERE state = 'active' AND query LIKE 'SET statement_timeout = ''180s''; DO%'})
+	  or die 'the busy backends did not start';
+	return sub {
+		my $ran = 0;
+		$node->safe_psql('postgres',
+			q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE query LIKE 'SET statement_timeout = ''180s''; DO%'});
+		for my $loop (@loops)
+		{
+			my ($h, $err) = @$loop;
+			$h->finish;
+			$ran++ if $$err =~ /canceling statement due to user request/;
+		}
+		return $ran;
+	};
 }
 
 # Create table $table in database $dbname (postgres by default) with about
