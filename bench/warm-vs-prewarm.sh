@@ -74,7 +74,7 @@ while [ $# -gt 0 ]; do
 	*) usage >&2; exit 2 ;;
 	esac
 done
-cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')")"
+cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')" || true)"
 case "$huge" in on | off) ;; *) die "--huge-pages: on or off" ;; esac
 base_conf=${EXTRA_CONF:-}
 need_root
