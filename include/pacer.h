@@ -65,14 +65,14 @@ typedef struct RestorePacer
 	TimestampTz fg_read_at;		/* when some were last seen reading */
 	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
 	int64		cpu_used;		/* this process's CPU time at the last pace */
-	TimestampTz frugal_since;	/* start of the frugal spell, if in one */
+	TimestampTz cpus_busy_since;	/* since when the CPUs are busy, or 0 */
 
 	/* where the time went since wc_pacer_report(), in microseconds */
 	TimestampTz paced_at;		/* the last pace */
-	bool		was_frugal;		/* what the last pace decided */
+	bool		was_cpus_busy;	/* what the last pace decided */
 	bool		was_yielding;
 	bool		budget_sleep;	/* sleeping for the CPU budget */
-	int64		frugal_us;		/* spent frugal */
+	int64		cpus_busy_us;	/* spent with the CPUs busy */
 	int64		yield_us;		/* spent in small reads for a waiting query */
 	int64		budget_sleep_us;	/* slept for the CPU budget */
 	int64		rate_sleep_us;	/* slept for the rate cap */

@@ -60,8 +60,8 @@
  *		in use"); the 15 and 16 forms of ProcKill() disown the latch and
  *		leave pid.
  *	  - Guards: t/067 ends 50 connections, then checks that a restore beside
- *		busy loops outside the server is never frugal, which ghosts of those
- *		connections would make it.
+ *		busy loops outside the server never finds the CPUs busy, which
+ *		ghosts of those connections would make it do.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *

@@ -685,10 +685,11 @@ span_residency(WarmJob *job, BlockNumber block, BlockNumber n, bool *resident)
 
 /*
  * Is the chunk of n blocks from block on (within one segment, at most an
- * I/O chunk) in the OS page cache?  A frugal chunk asks before it reads
- * (skip_cached_chunks): its aim is the OS cache, and where that holds the
- * chunk already, reading it is a copy, CPU taken from queries that are
- * using all of it.  Not where that cannot be known.
+ * I/O chunk) in the OS page cache?  A chunk read while the queries keep
+ * the CPUs busy asks before it reads (skip_cached_chunks): its aim is the
+ * OS cache, and where that holds the chunk already, reading it is a copy,
+ * CPU taken from queries that are using all of it.  Not where that cannot
+ * be known.
  */
 static bool
 chunk_in_os_cache(WarmJob *job, BlockNumber block, BlockNumber n)
@@ -1194,10 +1195,10 @@ warm_loop(WarmJob *job)
 		}
 
 		/*
-		 * A frugal chunk asks whether the OS cache holds it before this
-		 * round's advice: mincore() counts a page once its read is done, so
-		 * what it finds now was there, or came in by advice of an earlier
-		 * round.
+		 * A chunk that may be left out (skip_cached_chunks) asks whether the
+		 * OS cache holds it before this round's advice: mincore() counts a
+		 * page once its read is done, so what it finds now was there, or
+		 * came in by advice of an earlier round.
 		 */
 		advised_earlier = job->advised > done;
 		if (pacer && pacer->os_cache_only && pacer->skip_cached_chunks &&

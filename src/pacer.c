@@ -110,16 +110,16 @@
 #define WC_FG_PROBE_MS		2
 
 /*
- * Queries seen on a CPU this recently make the restore frugal, unless one
- * was seen reading as recently; in ms.
+ * Queries seen on a CPU this recently mean the CPUs are busy with them,
+ * unless one was seen reading as recently; in ms.
  */
 #define WC_BUSY_MEMORY_MS	200
 
 /*
- * How long the restore must have been frugal before a frugal chunk that
- * the OS cache holds is left out, in ms: see pace_restore.
+ * How long the CPUs must have been busy before a chunk that the OS cache
+ * holds is left out, in ms: see pace_restore.
  */
-#define WC_FRUGAL_SKIP_MS	1000
+#define WC_CPUS_BUSY_SKIP_MS	1000
 
 
 /* How far ahead of real time a budget's clock may run, in microseconds. */
@@ -374,25 +374,25 @@ account_time(RestorePacer *pacer)
 	int64		spent = pacer->paced_at != 0 ? now - pacer->paced_at : 0;
 
 	pacer->paced_at = now;
-	if (pacer->was_frugal)
-		pacer->frugal_us += spent;
+	if (pacer->was_cpus_busy)
+		pacer->cpus_busy_us += spent;
 	if (pacer->was_yielding)
 		pacer->yield_us += spent;
 }
 
 /*
  * Say at DEBUG1 where the time of what (a pass) went: how long the restore
- * was frugal, read small pieces for a waiting query, slept for the CPU
+ * found the CPUs busy, read small pieces for a waiting query, slept for the CPU
  * budget or for the rate cap.  Then start counting again.
  */
 void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pg_warmcache: pacer over %s: frugal %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
-		 what, pacer->frugal_us / 1e6, pacer->yield_us / 1e6,
+	elog(DEBUG1, "pg_warmcache: pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
+		 what, pacer->cpus_busy_us / 1e6, pacer->yield_us / 1e6,
 		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6);
-	pacer->frugal_us = pacer->yield_us = 0;
+	pacer->cpus_busy_us = pacer->yield_us = 0;
 	pacer->budget_sleep_us = pacer->rate_sleep_us = 0;
 	pacer->paced_at = 0;
 }
@@ -410,7 +410,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	int64		sleep_us;
 	int64		rate_us = 0;
 	int64		budget_us = 0;
-	bool		frugal;
+	bool		cpus_busy;
 	TimestampTz now;
 
 	pacer->cpu_used = cpu_now;
@@ -475,7 +475,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * wait for: the followed set is in the OS cache, and loading it is the
 	 * CPU work that serves them.
 	 */
-	frugal = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
+	cpus_busy = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
 		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
 		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
 
@@ -488,32 +488,32 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * the block: a page cache hit.  Only where dumps record the OS cache,
 	 * so that the saved set keeps those blocks (in its OS tier).
 	 */
-	pacer->base.os_cache_only = frugal && pacer->mode == WC_MODE_BUFFER &&
+	pacer->base.os_cache_only = cpus_busy && pacer->mode == WC_MODE_BUFFER &&
 		wc_dump_os_cache;
 
 	/*
-	 * A frugal chunk's aim is the OS cache: where that holds it already,
+	 * A chunk read while the CPUs are busy aims at the OS cache: where that holds it already,
 	 * reading it again is a copy, CPU that the queries were using, and a
 	 * stretch of the device's time that the host charges to them.  So it is
-	 * left out, but only once the restore has been frugal for a second.  A
-	 * chunk left out costs nothing, so a frugal spell passes over as many as
+	 * left out, but only once the CPUs have been busy for a second.  A
+	 * chunk left out costs nothing, so such a spell passes over as many as
 	 * the kernel's read-ahead holds: a moment's look at busy CPUs beside a
 	 * free one (a machine starting a process, say) must not send a whole
 	 * stretch of the buffer tier past shared buffers.
 	 */
-	if (!frugal)
-		pacer->frugal_since = 0;
-	else if (pacer->frugal_since == 0)
-		pacer->frugal_since = now;
+	if (!cpus_busy)
+		pacer->cpus_busy_since = 0;
+	else if (pacer->cpus_busy_since == 0)
+		pacer->cpus_busy_since = now;
 	pacer->base.skip_cached_chunks = pacer->base.os_cache_only &&
-		elapsed_ms(pacer->frugal_since, now, WC_FRUGAL_SKIP_MS);
+		elapsed_ms(pacer->cpus_busy_since, now, WC_CPUS_BUSY_SKIP_MS);
 
-	if (frugal && cpu_spent > 0)
+	if (cpus_busy && cpu_spent > 0)
 		budget_us = charge_budget(&wc_shared->cpu_clock,
 								  cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
 								  now);
 
-	pacer->was_frugal = frugal;
+	pacer->was_cpus_busy = cpus_busy;
 	pacer->was_yielding = (pacer->base.io_blocks != 0);
 	sleep_us = Max(rate_us, budget_us);
 	if (sleep_us >= 1000)

@@ -1007,8 +1007,8 @@ report_end(RestoreLeader *leader)
 
 		/*
 		 * The buffer tier is warm where the mode aims: in mode buffer, its
-		 * blocks that went into the OS cache only (a frugal spell, or
-		 * shared buffers full) are not.
+		 * blocks that went into the OS cache only (while the CPUs were
+		 * busy, or shared buffers full) are not.
 		 */
 		wc_shared->followed_warm = (int64) (done - os_tier -
 											Min(missed, done - os_tier));

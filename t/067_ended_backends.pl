@@ -2,19 +2,20 @@
 #
 # Backends that have exited do not count as queries running on a CPU.
 #
-# The restore looks at the other backends' PGPROCs (src/pg_internals.c) and
-# becomes frugal while as many of them run on a CPU as there are CPUs.  A PGPROC
-# freed by an exit keeps its pid up to 16, with no wait event: taken for a
-# live one, it would make every later restore frugal.  From 17 a freed
-# PGPROC's pid is 0.  Either way, after 50 connections have ended, a
-# restore beside processes that keep every CPU busy (not backends) must
-# not be frugal: the pacer's line at DEBUG1 says "frugal 0.0 s" and no
-# sleep for the CPU budget, and the whole table goes into shared buffers,
-# none of it to the OS cache only.  Nor beside one backend fewer running
-# than CPUs: load from outside the server is not the queries' (1.3 read
-# the machine's run queue and was frugal here).  A last restore beside as
-# many running backends as CPUs must be frugal, which shows that the
-# pacer does see busy CPUs, so that the first cases tested something.  The
+# The restore looks at the other backends' PGPROCs (src/pg_internals.c)
+# and takes the CPUs for the queries' while as many of them run on a CPU
+# as there are CPUs.  A PGPROC freed by an exit keeps its pid up to 16,
+# with no wait event: taken for a live one, it would make every later
+# restore take the CPUs for the queries'.  From 17 a freed PGPROC's pid is
+# 0.  Either way, after 50 connections have ended, a restore beside
+# processes that keep every CPU busy (not backends) must not: the pacer's
+# line at DEBUG1 says "CPUs busy 0.0 s" and no sleep for the CPU budget,
+# and the whole table goes into shared buffers, none of it to the OS cache
+# only.  Nor beside one backend fewer running than CPUs: load from outside
+# the server is not the queries' (1.3 read the machine's run queue and
+# held back here).  A last restore beside as many running backends as
+# CPUs must find the CPUs busy, which shows that the pacer does see them,
+# so that the first cases tested something.  The
 # busy loops would slow any test beside this one: it runs alone.
 
 use strict;
@@ -113,8 +114,8 @@ ok(scalar(@pacer) > 0, 'ended connections: the pacer says where its time went')
   or diag("no pacer line at DEBUG1");
 for my $p (@pacer)
 {
-	like($p, qr/^frugal 0\.0 s, .* slept 0\.0 s for the CPU budget/,
-		'ended connections: the restore was never frugal and never slept for the CPU budget'
+	like($p, qr/^CPUs busy 0\.0 s, .* slept 0\.0 s for the CPU budget/,
+		'ended connections: the restore never found the CPUs busy and never slept for the CPU budget'
 	);
 }
 is(cached($node, 't'), $blocks,
@@ -124,14 +125,14 @@ is(status($node, 'restore_blocks_os_only'), '0',
 
 # Load from outside the server does not hold the restore back: with one
 # CPU fewer than there are running backends of this server, the restore
-# is never frugal, though the spinners keep the machine's run queue full.
+# never finds the CPUs busy, though the spinners keep the machine's run queue full.
 SKIP:
 {
 	skip 'one CPU only', 3 if $ncpus < 2;
 	($line, @pacer) = restore_busy(sub { busy_backends($node, $ncpus - 1) });
 	note "restore beside " . ($ncpus - 1) . " busy backends and the spinners: $line";
-	ok(!(grep { !/^frugal 0\.0 s, .* slept 0\.0 s for the CPU budget/ } @pacer),
-		'busy backends fewer than CPUs, the machine loaded from outside: the restore was never frugal'
+	ok(!(grep { !/^CPUs busy 0\.0 s, .* slept 0\.0 s for the CPU budget/ } @pacer),
+		'busy backends fewer than CPUs, the machine loaded from outside: the restore never found the CPUs busy'
 	) or diag(join("\n", @pacer));
 	is(cached($node, 't'), $blocks,
 		'busy backends fewer than CPUs: all of t went into shared buffers');
@@ -142,8 +143,8 @@ SKIP:
 # The control: as many backends as CPUs run throughout.
 ($line, @pacer) = restore_busy(sub { busy_backends($node, $ncpus) });
 note "restore beside $ncpus busy backends: $line";
-ok( (grep { /^frugal (\d+\.\d) s/ && $1 > 0 } @pacer),
-	'as many backends running as CPUs: the restore was frugal (the CPUs looked busy)'
+ok( (grep { /^CPUs busy (\d+\.\d) s/ && $1 > 0 } @pacer),
+	'as many backends running as CPUs: the restore found the CPUs busy'
 ) or diag(join("\n", @pacer));
 
 my $log = slurp_file($node->logfile);
