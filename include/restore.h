@@ -50,7 +50,7 @@ typedef enum RestoreOutcome
 {
 	WC_OUTCOME_RUNNING,
 	WC_OUTCOME_DONE,			/* every block of its share handled */
-	WC_OUTCOME_STEPPED_OUT		/* its database was wanted: see resume */
+	WC_OUTCOME_LEFT_DATABASE	/* its database was wanted: see resume */
 } RestoreOutcome;
 
 /* Why blocks were skipped: only the first two prove them gone. */

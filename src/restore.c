@@ -116,7 +116,7 @@ typedef enum StripeState
 {
 	STRIPE_PENDING,				/* to be started */
 	STRIPE_RUNNING,
-	STRIPE_STEPPED_OUT,			/* to be started again where it stopped */
+	STRIPE_LEFT_DATABASE,		/* to be started again where it stopped */
 	STRIPE_DONE,				/* its worker handled every block */
 	STRIPE_GIVEN_UP				/* what is left of it is not restored */
 } StripeState;
@@ -414,7 +414,7 @@ give_up_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 
 	for (k = 0; k < share->nstripes; k++)
 		if (share->stripes[k].state == STRIPE_PENDING ||
-			share->stripes[k].state == STRIPE_STEPPED_OUT)
+			share->stripes[k].state == STRIPE_LEFT_DATABASE)
 			share->stripes[k].state = STRIPE_GIVEN_UP;
 	close_share(leader, share, verdict);
 }
@@ -579,11 +579,11 @@ reap_workers(RestoreLeader *leader)
 
 		if (slot->outcome == WC_OUTCOME_DONE)
 			stripe->state = STRIPE_DONE;
-		else if (slot->outcome == WC_OUTCOME_STEPPED_OUT && share->wanted_out)
+		else if (slot->outcome == WC_OUTCOME_LEFT_DATABASE && share->wanted_out)
 			stripe->state = STRIPE_GIVEN_UP;	/* its database was given up */
-		else if (slot->outcome == WC_OUTCOME_STEPPED_OUT)
+		else if (slot->outcome == WC_OUTCOME_LEFT_DATABASE)
 		{
-			stripe->state = STRIPE_STEPPED_OUT;
+			stripe->state = STRIPE_LEFT_DATABASE;
 			stripe->resume = slot->resume;
 		}
 		else if (!slot->connected && !leader->stopped &&
@@ -685,7 +685,7 @@ share_waits(const DbShare *share)
 		return false;
 	for (k = 0; k < share->nstripes; k++)
 		if (share->stripes[k].state == STRIPE_PENDING ||
-			share->stripes[k].state == STRIPE_STEPPED_OUT)
+			share->stripes[k].state == STRIPE_LEFT_DATABASE)
 			return true;
 	return false;
 }
@@ -746,7 +746,7 @@ launch_workers(RestoreLeader *leader)
 			Stripe	   *stripe = &share->stripes[k];
 
 			if (stripe->state != STRIPE_PENDING &&
-				stripe->state != STRIPE_STEPPED_OUT)
+				stripe->state != STRIPE_LEFT_DATABASE)
 				continue;
 			if (leader->running >= wc_restore_workers)
 				return;

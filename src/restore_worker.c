@@ -776,7 +776,7 @@ leave_database(RestoreWorker *w)
 			pos.uncounted += batch->blocks;
 	}
 	w->slot->resume = pos;
-	w->slot->outcome = WC_OUTCOME_STEPPED_OUT;
+	w->slot->outcome = WC_OUTCOME_LEFT_DATABASE;
 	ereport(LOG,
 			(errmsg("pg_warmcache: restore worker leaves database %u for a command that wants it",
 					w->slot->db),
