@@ -382,8 +382,8 @@ account_time(RestorePacer *pacer)
 
 /*
  * Say at DEBUG1 where the time of what (a pass) went: how long the restore
- * found the CPUs busy, read small pieces for a waiting query, slept for the CPU
- * budget or for the rate cap.  Then start counting again.
+ * found the CPUs busy, read small pieces for a waiting query, slept for the
+ * CPU budget or for the rate cap.  Then start counting again.
  */
 void
 wc_pacer_report(RestorePacer *pacer, const char *what)
@@ -492,14 +492,14 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		wc_dump_os_cache;
 
 	/*
-	 * A chunk read while the CPUs are busy aims at the OS cache: where that holds it already,
-	 * reading it again is a copy, CPU that the queries were using, and a
-	 * stretch of the device's time that the host charges to them.  So it is
-	 * left out, but only once the CPUs have been busy for a second.  A
-	 * chunk left out costs nothing, so such a spell passes over as many as
-	 * the kernel's read-ahead holds: a moment's look at busy CPUs beside a
-	 * free one (a machine starting a process, say) must not send a whole
-	 * stretch of the buffer tier past shared buffers.
+	 * A chunk read while the CPUs are busy aims at the OS cache: where that
+	 * holds it already, reading it again is a copy, CPU that the queries
+	 * were using, and a stretch of the device's time that the host charges
+	 * to them.  So it is left out, but only once the CPUs have been busy for
+	 * a second.  A chunk left out costs nothing, so such a spell passes over
+	 * as many as the kernel's read-ahead holds: a moment's look at busy CPUs
+	 * beside a free one (a machine starting a process, say) must not send a
+	 * whole stretch of the buffer tier past shared buffers.
 	 */
 	if (!cpus_busy)
 		pacer->cpus_busy_since = 0;

@@ -579,7 +579,8 @@ reap_workers(RestoreLeader *leader)
 
 		if (slot->outcome == WC_OUTCOME_DONE)
 			stripe->state = STRIPE_DONE;
-		else if (slot->outcome == WC_OUTCOME_LEFT_DATABASE && share->wanted_out)
+		else if (slot->outcome == WC_OUTCOME_LEFT_DATABASE &&
+				 share->wanted_out)
 			stripe->state = STRIPE_GIVEN_UP;	/* its database was given up */
 		else if (slot->outcome == WC_OUTCOME_LEFT_DATABASE)
 		{

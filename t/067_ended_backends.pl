@@ -15,8 +15,8 @@
 # the server is not the queries' (1.3 read the machine's run queue and
 # held back here).  A last restore beside as many running backends as
 # CPUs must find the CPUs busy, which shows that the pacer does see them,
-# so that the first cases tested something.  The
-# busy loops would slow any test beside this one: it runs alone.
+# so that the first cases tested something.  The busy loops would slow any
+# test beside this one: it runs alone.
 
 use strict;
 use warnings;
