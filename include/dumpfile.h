@@ -118,6 +118,19 @@ typedef enum DumpFileStatus
 	WC_FILE_BAD
 } DumpFileStatus;
 
+/*
+ * The runs of several ranks of one file, merged in physical order: each
+ * rank's runs are sorted so, and the merge gives a block's runs of every
+ * rank one after another (a restore worker's pass).
+ */
+typedef struct WarmRunMerge
+{
+	int			n;
+	WarmFileReader r[WC_RANK_SLOTS];
+	WarmRun		cur[WC_RANK_SLOTS];
+	bool		have[WC_RANK_SLOTS];
+} WarmRunMerge;
+
 /* What wc_dump() returns when it wrote no file */
 #define WC_DUMP_KEPT		(-1)	/* the saved file holds more: kept */
 #define WC_DUMP_STOPPED		(-2)	/* stopped for a shutdown request */
@@ -135,6 +148,11 @@ extern uint64 wc_reader_position(const WarmFileReader *reader);
 extern void wc_reader_seek(WarmFileReader *reader, uint64 position,
 						   uint64 n);
 extern void wc_reader_close(WarmFileReader *reader);
+extern bool wc_merge_add(WarmRunMerge *merge, const char *path,
+						 bool across_xacts, uint64 position, uint64 nruns,
+						 const WarmFileHeader *expected);
+extern bool wc_merge_next(WarmRunMerge *merge, WarmRun *run);
+extern void wc_merge_close(WarmRunMerge *merge);
 struct RunWriter;
 extern void wc_writer_begin(struct RunWriter *w, const char *path);
 extern void wc_writer_finish(struct RunWriter *w, TimestampTz dumped_at,

@@ -936,3 +936,59 @@ wc_reader_close(WarmFileReader *reader)
 		pfree(reader->compact);
 	reader->compact = NULL;
 }
+
+/*
+ * Add to the merge the nruns runs of one rank that begin at position
+ * (wc_reader_position()).  False if the file cannot be opened, or, given
+ * the expected header, is another file than the one the position is of (a
+ * dump replaced it).  Call wc_merge_close() even then, for the ranks added
+ * before.
+ */
+bool
+wc_merge_add(WarmRunMerge *merge, const char *path, bool across_xacts,
+			 uint64 position, uint64 nruns, const WarmFileHeader *expected)
+{
+	int			k = merge->n;
+
+	Assert(k < WC_RANK_SLOTS);
+	if (!wc_reader_open(&merge->r[k], path, across_xacts))
+		return false;
+	merge->n++;
+	if (expected != NULL &&
+		(merge->r[k].hdr.dumped_at != expected->dumped_at ||
+		 merge->r[k].hdr.nruns != expected->nruns ||
+		 merge->r[k].hdr.crc != expected->crc))
+		return false;
+	wc_reader_seek(&merge->r[k], position, nruns);
+	merge->have[k] = wc_reader_next(&merge->r[k], &merge->cur[k]);
+	return true;
+}
+
+/* The next run in physical order, of whichever rank; false at the end. */
+bool
+wc_merge_next(WarmRunMerge *merge, WarmRun *run)
+{
+	int			best = -1;
+	int			k;
+
+	for (k = 0; k < merge->n; k++)
+		if (merge->have[k] &&
+			(best < 0 ||
+			 wc_run_phys_cmp(&merge->cur[k], &merge->cur[best]) < 0))
+			best = k;
+	if (best < 0)
+		return false;
+	*run = merge->cur[best];
+	merge->have[best] = wc_reader_next(&merge->r[best], &merge->cur[best]);
+	return true;
+}
+
+void
+wc_merge_close(WarmRunMerge *merge)
+{
+	int			k;
+
+	for (k = 0; k < merge->n; k++)
+		wc_reader_close(&merge->r[k]);
+	merge->n = 0;
+}

@@ -139,15 +139,6 @@ typedef struct RankPlan
 	uint64		share[WC_RANK_SLOTS];	/* of my_blocks, in my stripes */
 } RankPlan;
 
-/* The runs of a pass, merged from its ranks in physical order. */
-typedef struct PassReader
-{
-	int			n;
-	WarmFileReader r[WC_RANK_SLOTS];
-	WarmRun		cur[WC_RANK_SLOTS];
-	bool		have[WC_RANK_SLOTS];
-} PassReader;
-
 /* The shared catalogs' worker has db 0, as their runs do. */
 static bool
 slot_owns_run(const RestoreSlot *slot, const WarmRun *run)
@@ -182,14 +173,20 @@ stripe_piece_end(const RestoreSlot *slot, const WarmRun *run,
  * restored, and the worker must not end as if it had been.
  */
 static void
+source_gone(const char *path)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_FILE),
+			 errmsg("pg_warmcache: file \"%s\" is gone during the restore", path)));
+}
+
+static void
 open_source(WarmFileReader *r)
 {
 	const char *path = wc_source_file(wc_shared->restore_source);
 
 	if (!wc_reader_open(r, path, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FILE),
-				 errmsg("pg_warmcache: file \"%s\" is gone during the restore", path)));
+		source_gone(path);
 }
 
 /*
@@ -236,50 +233,22 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 	wc_reader_close(&r);
 }
 
+/* The runs of a pass, merged from its ranks in physical order. */
 static void
-pass_open(PassReader *pr, const RankPlan *plan, int hi, int lo)
+pass_open(WarmRunMerge *pr, const RankPlan *plan, int hi, int lo)
 {
+	const char *path = wc_source_file(wc_shared->restore_source);
 	int			rank;
 
 	pr->n = 0;
 	for (rank = hi; rank >= lo; rank--)
 	{
-		int			k = pr->n;
-
 		if (plan->my_blocks[rank] == 0)
 			continue;
-		open_source(&pr->r[k]);
-		wc_reader_seek(&pr->r[k], plan->first[rank], plan->nruns[rank]);
-		pr->have[k] = wc_reader_next(&pr->r[k], &pr->cur[k]);
-		pr->n++;
+		if (!wc_merge_add(pr, path, true, plan->first[rank],
+						  plan->nruns[rank], NULL))
+			source_gone(path);
 	}
-}
-
-static bool
-pass_next(PassReader *pr, WarmRun *run)
-{
-	int			best = -1;
-	int			k;
-
-	for (k = 0; k < pr->n; k++)
-		if (pr->have[k] &&
-			(best < 0 || wc_run_phys_cmp(&pr->cur[k], &pr->cur[best]) < 0))
-			best = k;
-	if (best < 0)
-		return false;
-	*run = pr->cur[best];
-	pr->have[best] = wc_reader_next(&pr->r[best], &pr->cur[best]);
-	return true;
-}
-
-static void
-pass_close(PassReader *pr)
-{
-	int			k;
-
-	for (k = 0; k < pr->n; k++)
-		wc_reader_close(&pr->r[k]);
-	pr->n = 0;
 }
 
 static void
@@ -687,12 +656,12 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 			 Batch *batch, WarmRange *clipped)
 {
 	RestoreSlot *slot = w->slot;
-	PassReader	pr;
+	WarmRunMerge pr;
 	WarmRun		run;
 
 	w->pass_os_tier = (hi == WC_RANK_SLOT_OS);
 	pass_open(&pr, plan, hi, lo);
-	while (!w->stopping && !w->leaving_database && pass_next(&pr, &run))
+	while (!w->stopping && !w->leaving_database && wc_merge_next(&pr, &run))
 	{
 		BlockNumber start = run.start;
 		BlockNumber end = run.start + run.count;
@@ -713,7 +682,7 @@ restore_pass(RestoreWorker *w, const RankPlan *plan, int hi, int lo,
 		}
 	}
 	batch_flush(w, batch, clipped);
-	pass_close(&pr);
+	wc_merge_close(&pr);
 	wc_pacer_report(&w->pacer, w->pass_os_tier ? "the OS tier" : "the buffer tier");
 }
 
