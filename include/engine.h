@@ -125,6 +125,13 @@ struct WarmPacer
 									 * pace()) */
 	bool		skip_os_cached;	/* read mode: leave out the stretches
 								 * already in the OS cache (the restore) */
+	bool		leave_out;		/* leave out the next chunk: neither read
+								 * nor advised (set by pace()) */
+	bool		advice_capped;	/* advise no further than advice_cap blocks
+								 * beyond the next chunk (set by pace()) */
+	uint64		advice_cap;
+	uint64		left_out;		/* added to by the engine: blocks left out
+								 * so; pace() takes them */
 	uint64		found_cached;	/* added to by the engine: blocks of
 								 * os_only found in the OS cache and not
 								 * read; pace() takes them */

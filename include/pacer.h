@@ -53,6 +53,7 @@ typedef struct RestorePacer
 	BlockNumber nblocks;		/* the fork's size then */
 	bool		counting;		/* count the batch's blocks in the progress */
 	bool		os_tier;		/* reading the OS tier */
+	LimitClass	limit_class;	/* the batch's, against the restore limit */
 	uint64		batch_done;		/* blocks of the current batch warmed */
 
 	/* when each probe last ran */
@@ -86,5 +87,6 @@ extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
 extern bool wc_database_wanted(Oid db);
 extern void wc_restore_sigterm_handler(SIGNAL_ARGS);
 extern void wc_pacer_report(RestorePacer *pacer, const char *what);
+extern LimitClass wc_limit_class(const WarmRun *run);
 
 #endif							/* PG_WARMCACHE_PACER_H */

@@ -53,7 +53,10 @@ typedef enum RestoreOutcome
 	WC_OUTCOME_LEFT_DATABASE	/* its database was wanted: see resume */
 } RestoreOutcome;
 
-/* Why blocks were skipped: only the first two prove them gone. */
+/*
+ * Why blocks were skipped: only the first two prove them gone; the first
+ * two and the last leave nothing to restore.
+ */
 typedef enum RestoreSkipReason
 {
 	WC_SKIP_GONE,				/* database, relation or fork dropped, or
@@ -62,10 +65,12 @@ typedef enum RestoreSkipReason
 								 * allow connections */
 	WC_SKIP_LOCKED,				/* its relation was wanted by others every
 								 * time the restore came back to it */
-	WC_SKIP_FAILED				/* an error while reading them */
+	WC_SKIP_FAILED,				/* an error while reading them */
+	WC_SKIP_LIMIT				/* past pg_warmcache.restore_limit, left out
+								 * as pg_warmcache.past_restore_limit asks */
 } RestoreSkipReason;
 
-#define WC_SKIP_REASONS (WC_SKIP_FAILED + 1)
+#define WC_SKIP_REASONS (WC_SKIP_LIMIT + 1)
 
 /*
  * What a restore reads, and why: the saved file at start or on request,
@@ -98,6 +103,21 @@ typedef struct RestoreSlot
 	uint64		nruns[WC_RANK_SLOTS];	/* in: how many */
 	pg_atomic_uint64 processed; /* blocks restored or skipped */
 } RestoreSlot;
+
+/*
+ * Where the runs of a rank stand against pg_warmcache.restore_limit: the
+ * leader finds the rank at which the saved set's buffer tier, hottest
+ * first, reaches the limit (the cut); hotter ranks are within it, colder
+ * ones past it, and the blocks of the cut's rank go into shared buffers
+ * while its share of the limit lasts (pacer.c).
+ */
+typedef enum LimitClass
+{
+	WC_LIMIT_WITHIN,			/* no limit, the OS tier, or hotter than
+								 * the cut */
+	WC_LIMIT_AT_CUT,
+	WC_LIMIT_PAST
+} LimitClass;
 
 /* restore.c: the leader, run by the autowarm worker */
 extern void wc_lead_restore(WarmMode mode, RestoreSource source);

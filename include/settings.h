@@ -28,6 +28,22 @@ extern int	wc_min_parallel_warm_size;
 extern int	wc_warm_worker_delay;
 
 /*
+ * pg_warmcache.restore_limit: what a restore may put into shared buffers,
+ * a share of them or a number of blocks (wc_restore_limit_blocks()), and
+ * pg_warmcache.past_restore_limit: what becomes of the rest of the buffer
+ * tier.
+ */
+typedef enum PastLimit
+{
+	WC_PAST_LIMIT_OS_CACHE,		/* read into the OS cache only */
+	WC_PAST_LIMIT_SKIP			/* left out */
+} PastLimit;
+
+extern char *wc_restore_limit_string;
+extern int	wc_past_restore_limit;	/* a PastLimit */
+extern int64 wc_restore_limit_blocks(void);
+
+/*
  * pg_warmcache.platform_shortcuts, a developer option: which direct uses
  * of the operating system the engine and the dump may make, where
  * PostgreSQL's own interfaces would do without them.  Each is on by

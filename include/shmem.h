@@ -124,6 +124,15 @@ typedef struct WarmShared
 										 * ended */
 	pg_atomic_uint64 restore_found_cached;	/* a restore's blocks in the OS
 											 * cache already, not read */
+	/*
+	 * The restore limit's cut (restore.h): written by the leader before it
+	 * starts the workers, read by them.  restore_limit_used counts the
+	 * blocks of the cut's rank put into shared buffers.
+	 */
+	int			restore_limit_cut;	/* a rank slot, or -1: no cut */
+	uint64		restore_limit_at_cut;	/* the cut rank's share of the limit */
+	bool		restore_limit_skip; /* past it, leave blocks out */
+	pg_atomic_uint64 restore_limit_used;
 	pg_atomic_uint32 db_command_pending;	/* a database-level command
 											 * wants a database the restore
 											 * wants (restore.c) */

@@ -1169,6 +1169,24 @@ warm_loop(WarmJob *job)
 				job->rel = pacer->rel;
 			}
 		}
+
+		/*
+		 * A chunk the pacer leaves out (the restore past its limit) is
+		 * passed over: no read, no advice, counted for pace().
+		 */
+		if (pacer && pacer->leave_out)
+		{
+			n = cursor_piece(&job->cur, WC_IO_BLOCKS);
+			pacer->left_out += n;
+			done += n;
+			cursor_advance(&job->cur, n);
+			if (job->advised < done)
+			{
+				job->adv = job->cur;
+				job->advised = done;
+			}
+			continue;
+		}
 		pacer_window = pacer ? pacer->window : wc_default_window();
 
 		n = cursor_piece(&job->cur, (pacer && pacer->io_blocks > 0) ?
@@ -1209,8 +1227,12 @@ warm_loop(WarmJob *job)
 			advise_until(&job->adv, &job->advised, done + n, &job->sf[1],
 						 job_piece(job));
 		else if (advise)
+		{
+			if (pacer && pacer->advice_capped)
+				window = Min(window, pacer->advice_cap);
 			advise_until(&job->adv, &job->advised, done + n + window,
 						 &job->sf[1], piece);
+		}
 
 		if (job->mode == WC_MODE_BUFFER && !(pacer && pacer->os_cache_only))
 		{
@@ -1281,7 +1303,8 @@ warm_loop(WarmJob *job)
 		os_only += gap;
 		dropped += gap;
 	}
-	if (pacer && pacer->pace && (in_buffers > 0 || os_only > 0))
+	if (pacer && pacer->pace &&
+		(in_buffers > 0 || os_only > 0 || pacer->left_out > 0))
 		pacer->pace(pacer, in_buffers, os_only);
 	return done + dropped;
 }

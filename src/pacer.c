@@ -352,6 +352,8 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
 	uint64		blocks = in_buffers + os_only;
 
 	pacer->batch_done += blocks;
+	if (pacer->limit_class == WC_LIMIT_AT_CUT && in_buffers > 0)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_limit_used, in_buffers);
 	if (!pacer->counting || blocks == 0)
 		return;
 	pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
@@ -362,6 +364,59 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
 	if (os_only > 0 && !pacer->os_tier && pacer->mode == WC_MODE_BUFFER)
 		pg_atomic_fetch_add_u64(&wc_shared->restore_buffer_tier_os, os_only);
+}
+
+/*
+ * The blocks the engine left out past the restore limit: handled, as the
+ * batch counts them, and skipped for the limit.
+ */
+static void
+count_left_out(RestorePacer *pacer)
+{
+	uint64		blocks = pacer->base.left_out;
+
+	pacer->base.left_out = 0;
+	pacer->batch_done += blocks;
+	if (!pacer->counting || blocks == 0)
+		return;
+	pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT], blocks);
+	pg_atomic_fetch_add_u64(&pacer->slot->processed, blocks);
+}
+
+/* Where a run stands against the restore limit: see LimitClass. */
+LimitClass
+wc_limit_class(const WarmRun *run)
+{
+	int			cut = wc_shared->restore_limit_cut;
+	int			rank;
+
+	if (cut < 0 || run->rank == WC_RANK_OS)
+		return WC_LIMIT_WITHIN;
+	rank = wc_rank_slot(run->rank);
+	return rank > cut ? WC_LIMIT_WITHIN :
+		rank == cut ? WC_LIMIT_AT_CUT : WC_LIMIT_PAST;
+}
+
+/*
+ * Whether the next chunk is past pg_warmcache.restore_limit: by the batch's
+ * rank against the leader's cut, and in the cut's rank by what all workers
+ * put into shared buffers of it.  Each worker looks before each chunk, so
+ * the limit is passed by at most a chunk per worker.
+ */
+static bool
+past_restore_limit(RestorePacer *pacer)
+{
+	switch (pacer->limit_class)
+	{
+		case WC_LIMIT_WITHIN:
+			return false;
+		case WC_LIMIT_PAST:
+			return true;
+		case WC_LIMIT_AT_CUT:
+			return pg_atomic_read_u64(&wc_shared->restore_limit_used) >=
+				wc_shared->restore_limit_at_cut;
+	}
+	return false;
 }
 
 /*
@@ -415,6 +470,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 
 	pacer->cpu_used = cpu_now;
 	count_progress(pacer, in_buffers, os_only);
+	count_left_out(pacer);
 
 	/*
 	 * Blocks found in the OS cache were not read: the rate cap is about the
@@ -507,6 +563,34 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		pacer->cpus_busy_since = now;
 	pacer->base.skip_cached_chunks = pacer->base.os_cache_only &&
 		elapsed_ms(pacer->cpus_busy_since, now, WC_CPUS_BUSY_SKIP_MS);
+
+	/*
+	 * Past the restore limit the rest of the buffer tier goes to the OS
+	 * cache only, passing over what it holds already (the cap is no passing
+	 * spell), or is left out.
+	 */
+	pacer->base.leave_out = false;
+	pacer->base.advice_capped = false;
+	if (past_restore_limit(pacer))
+	{
+		if (wc_shared->restore_limit_skip)
+			pacer->base.leave_out = true;
+		else
+			pacer->base.os_cache_only = pacer->base.skip_cached_chunks = true;
+	}
+	else if (pacer->limit_class == WC_LIMIT_AT_CUT &&
+			 wc_shared->restore_limit_skip)
+	{
+		uint64		used = pg_atomic_read_u64(&wc_shared->restore_limit_used);
+		uint64		at_cut = wc_shared->restore_limit_at_cut;
+
+		/*
+		 * What is left out past the limit must not be read by advice
+		 * either: the look-ahead ends where what is left of the limit does.
+		 */
+		pacer->base.advice_capped = true;
+		pacer->base.advice_cap = used < at_cut ? at_cut - used : 0;
+	}
 
 	if (cpus_busy && cpu_spent > 0)
 		budget_us = charge_budget(&wc_shared->cpu_clock,

@@ -156,6 +156,7 @@ typedef struct RestoreLeader
 	int			nshares;
 	int			ndbs;			/* of the shares, databases */
 	uint64		os_tier_blocks; /* of all blocks, the OS tier's */
+	uint64		rank_blocks[WC_RANK_SLOTS]; /* of all blocks, each rank's */
 	int			running;		/* workers running */
 	uint64		counted;		/* runs counted by count_shares() */
 	bool		stopped;		/* aborted or shutting down */
@@ -280,6 +281,7 @@ count_shares(RestoreLeader *leader)
 			if (share->nruns[rank]++ == 0)
 				share->first[rank] = wc_reader_position(&reader);
 			share->blocks += run.count;
+			leader->rank_blocks[rank] += run.count;
 			if (run.rank == WC_RANK_OS)
 				leader->os_tier_blocks += run.count;
 		}
@@ -293,6 +295,39 @@ count_shares(RestoreLeader *leader)
 	for (i = 0; i < leader->nshares; i++)
 		leader->shares[i].nstripes = leader->shares[i].db == InvalidOid ? 1 :
 			Max(1, Min(wc_restore_workers / Max(leader->ndbs, 1), WC_MAX_STRIPES));
+}
+
+/*
+ * Where pg_warmcache.restore_limit cuts the saved set's buffer tier, in mode
+ * buffer: the hottest rank whose blocks, with those of the hotter ranks,
+ * pass the limit, and what is left of the limit for it.  The limit and
+ * what becomes of the blocks past it are read once, as the restore begins.  Blocks of excluded or dropped
+ * databases count: the leader learns of those later.
+ */
+static void
+plan_limit(RestoreLeader *leader, WarmMode mode)
+{
+	int64		limit = wc_restore_limit_blocks();
+	uint64		within = 0;
+	int			r;
+
+	wc_shared->restore_limit_cut = -1;
+	wc_shared->restore_limit_at_cut = 0;
+	wc_shared->restore_limit_skip =
+		(wc_past_restore_limit == WC_PAST_LIMIT_SKIP);
+	pg_atomic_write_u64(&wc_shared->restore_limit_used, 0);
+	if (mode != WC_MODE_BUFFER || limit <= 0)
+		return;
+	for (r = WC_MAX_RANK; r >= 0; r--)
+	{
+		if (within + leader->rank_blocks[r] > (uint64) limit)
+		{
+			wc_shared->restore_limit_cut = r;
+			wc_shared->restore_limit_at_cut = (uint64) limit - within;
+			return;
+		}
+		within += leader->rank_blocks[r];
+	}
 }
 
 /* Look a database up in pg_database. */
@@ -963,7 +998,8 @@ report_end(RestoreLeader *leader)
 	if (skip[WC_SKIP_FAILED] > 0)
 		note_incomplete(leader, "blocks skipped: errors while reading them");
 	incomplete = leader->stopped ||
-		done + skip[WC_SKIP_GONE] + skip[WC_SKIP_EXCLUDED] < hdr->nblocks;
+		done + skip[WC_SKIP_GONE] + skip[WC_SKIP_EXCLUDED] +
+		skip[WC_SKIP_LIMIT] < hdr->nblocks;
 	if (incomplete)
 		note_incomplete(leader, "a restore worker did not finish");
 
@@ -1030,11 +1066,12 @@ report_end(RestoreLeader *leader)
 					(unsigned long long) skipped,
 					elapsed,
 					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0),
-			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU.%s%s",
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable, %llu past the restore limit. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU.%s%s",
 					   (unsigned long long) skip[WC_SKIP_GONE],
 					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
 					   (unsigned long long) skip[WC_SKIP_LOCKED],
 					   (unsigned long long) skip[WC_SKIP_FAILED],
+					   (unsigned long long) skip[WC_SKIP_LIMIT],
 					   (unsigned long long) pg_atomic_read_u64(&wc_shared->restore_found_cached),
 					   pg_atomic_read_u64(&wc_shared->restore_cpu_us) / 1000000.0,
 					   incomplete ? " The saved block list is kept: " : "",
@@ -1271,6 +1308,7 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 			leader->started = GetCurrentTimestamp();
 			publish_start(leader, mode);
 			count_shares(leader);
+			plan_limit(leader, mode);
 			publish_os_tier(leader);
 			ereport(source == WC_SOURCE_FOLLOWED ? DEBUG1 : LOG,
 					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s, from %s",

@@ -84,6 +84,7 @@ typedef struct Batch
 	uint64		seq_start;		/* position of its first block */
 	bool		counting;		/* not yet counted by an earlier worker */
 	bool		os_tier;		/* a batch of the OS tier */
+	LimitClass	limit_class;	/* against the restore limit */
 	int			attempts;		/* times given up for a wanted lock */
 } Batch;
 
@@ -414,6 +415,7 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		pacer->relnumber = batch->key.relnumber;
 		pacer->nblocks = nblocks;
 		pacer->counting = batch->counting;
+		pacer->limit_class = batch->limit_class;
 		pacer->batch_done = 0;
 		set_tier(w, batch->os_tier);
 		wc_warm_ranges(rel, fork, pacer->mode, clipped, n, &pacer->base);
@@ -562,7 +564,15 @@ handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 static void
 batch_flush(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 {
-	if (batch->nranges > 0)
+	/*
+	 * A batch wholly past the restore limit, where the blocks past it are
+	 * left out: skipped without opening the relation.  (One of the cut's
+	 * rank is read until the limit is reached: pacer.c.)
+	 */
+	if (batch->nranges > 0 && batch->limit_class == WC_LIMIT_PAST &&
+		wc_shared->restore_limit_skip)
+		count_skipped(w, batch->counting, WC_SKIP_LIMIT, batch->blocks);
+	else if (batch->nranges > 0)
 		handle_batch(w, batch, clipped);
 	batch->nranges = 0;
 	batch->blocks = 0;
@@ -583,10 +593,12 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 		  uint64 seq, bool counting)
 {
 	WarmRange  *last;
+	LimitClass	limit_class = wc_limit_class(run);
 
 	if (batch->nranges > 0 &&
 		(!same_relation_fork(run, &batch->key) || batch->counting != counting ||
 		 batch->os_tier != w->pass_os_tier ||
+		 batch->limit_class != limit_class ||
 		 batch->nranges == WC_BATCH_RUNS))
 		batch_flush(w, batch, clipped);
 	if (batch->nranges == 0)
@@ -595,6 +607,7 @@ add_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 		batch->seq_start = seq;
 		batch->counting = counting;
 		batch->os_tier = w->pass_os_tier;
+		batch->limit_class = limit_class;
 	}
 	batch->blocks += end - start;
 	last = batch->nranges > 0 ? &batch->ranges[batch->nranges - 1] : NULL;

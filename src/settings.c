@@ -17,6 +17,9 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
@@ -46,6 +49,20 @@ int			wc_min_parallel_warm_size = 64 * 1024 * 1024 / BLCKSZ;
 int			wc_warm_worker_delay = 0;
 int			wc_platform_shortcuts = WC_SHORTCUT_ALL;
 char	   *wc_platform_shortcuts_string = NULL;
+char	   *wc_restore_limit_string = NULL;
+int			wc_past_restore_limit = WC_PAST_LIMIT_OS_CACHE;
+
+/*
+ * pg_warmcache.restore_limit as parsed: a share of shared_buffers in
+ * percent, or a number of blocks; neither set, no limit.
+ */
+typedef struct RestoreLimit
+{
+	double		percent;
+	int64		blocks;
+} RestoreLimit;
+
+static RestoreLimit restore_limit = {0, 0};
 
 static const struct
 {
@@ -61,6 +78,12 @@ static const struct config_enum_entry mode_options[] = {
 	{"prefetch", WC_MODE_PREFETCH, false},
 	{"read", WC_MODE_READ, false},
 	{"buffer", WC_MODE_BUFFER, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry past_limit_options[] = {
+	{"os_cache", WC_PAST_LIMIT_OS_CACHE, false},
+	{"skip", WC_PAST_LIMIT_SKIP, false},
 	{NULL, 0, false}
 };
 
@@ -131,6 +154,101 @@ assign_platform_shortcuts(const char *newval, void *extra)
 }
 
 /*
+ * pg_warmcache.restore_limit: empty or 0 for none, a share of
+ * shared_buffers ("25%"), or a size with a memory unit ("2GB"; without
+ * one, blocks, as shared_buffers takes it).  The parsed form goes to the
+ * assign hook through *extra.
+ */
+static bool
+check_restore_limit(char **newval, void **extra, GucSource source)
+{
+	RestoreLimit parsed = {0, 0};
+	RestoreLimit *result;
+	char	   *value = *newval;
+	size_t		len;
+
+	while (*value == ' ')
+		value++;
+	len = strlen(value);
+	while (len > 0 && value[len - 1] == ' ')
+		len--;
+	if (len > 0 && value[len - 1] == '%')
+	{
+		char	   *number = pnstrdup(value, len - 1);
+		char	   *end;
+		double		percent;
+
+		errno = 0;
+		percent = strtod(number, &end);
+		while (*end == ' ')
+			end++;
+		if (end == number || *end != '\0' || errno != 0 ||
+			!(percent >= 0 && percent <= 100))
+		{
+			pfree(number);
+			GUC_check_errdetail("A share of shared_buffers must be a number from 0 to 100 followed by %%.");
+			return false;
+		}
+		pfree(number);
+		parsed.percent = percent;
+	}
+	else if (len > 0)
+	{
+		char	   *size = pnstrdup(value, len);
+		const char *hint = NULL;
+		int			blocks;
+
+		if (!parse_int(size, &blocks, GUC_UNIT_BLOCKS, &hint) || blocks < 0)
+		{
+			pfree(size);
+			GUC_check_errdetail("The limit must be a share of shared_buffers, such as 25%%, or a size, such as 2GB.");
+			if (hint)
+				GUC_check_errhint("%s", hint);
+			return false;
+		}
+
+		/*
+		 * parse_int() rounds: a size under half a block would be 0, which
+		 * sets no limit at all.  Only a zero means that.
+		 */
+		if (blocks == 0 && strtod(size, NULL) != 0)
+		{
+			pfree(size);
+			GUC_check_errdetail("A size of less than one block (%d kB) leaves no room in shared buffers.",
+								BLCKSZ / 1024);
+			GUC_check_errhint("Set 0 or an empty string for no limit.");
+			return false;
+		}
+		pfree(size);
+		parsed.blocks = blocks;
+	}
+	result = (RestoreLimit *) WC_GUC_MALLOC(sizeof(RestoreLimit));
+	if (result == NULL)
+		return false;
+	*result = parsed;
+	*extra = result;
+	return true;
+}
+
+static void
+assign_restore_limit(const char *newval, void *extra)
+{
+	restore_limit = *((RestoreLimit *) extra);
+}
+
+/*
+ * The blocks a restore may put into shared buffers, or 0 for no limit.  A
+ * share of them rounds up, so that a positive share is at least a block.
+ */
+int64
+wc_restore_limit_blocks(void)
+{
+	if (restore_limit.percent > 0)
+		return (int64) ceil(NBuffers * restore_limit.percent / 100.0);
+	return restore_limit.blocks;
+}
+
+/*
  * Define the settings and reserve their prefix.
  */
 void
@@ -177,6 +295,24 @@ wc_define_settings(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_warmcache.restore_limit",
+							   "Most that a restore puts into shared buffers: a share of shared_buffers, or a size.",
+							   "Empty or 0 sets no limit.  The hottest blocks come first within it.",
+							   &wc_restore_limit_string,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   check_restore_limit,
+							   assign_restore_limit, NULL);
+	DefineCustomEnumVariable("pg_warmcache.past_restore_limit",
+							 "What a restore does with the blocks past pg_warmcache.restore_limit.",
+							 "os_cache: reads them into the OS cache only; skip: leaves them out.",
+							 &wc_past_restore_limit,
+							 WC_PAST_LIMIT_OS_CACHE,
+							 past_limit_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_warmcache.restore_yield",
 							 "Makes the restore read small pieces while queries wait for a read.",
 							 "For workloads that read outside the saved set: it halves the restore's rate where I/O operations are the limit.",

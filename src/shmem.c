@@ -184,7 +184,8 @@ wc_begin_restore(RestoreSource source)
 
 /*
  * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored (readiness.c).  total
+ * cached over those of its file that can be restored (readiness.c), which
+ * leaves out those past the restore limit that the limit skips.  total
  * is its restore_blocks_total; the counters are read as they are.
  */
 double
@@ -195,7 +196,8 @@ wc_restore_fraction(int64 total)
 
 	can = total -
 		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]);
+		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) -
+		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
 	if (can <= 0)
 		return 1.0;
 	return Min((double) done / (double) can, 1.0);
@@ -224,7 +226,8 @@ note_followed_pass_end(void)
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
 		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]);
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]) +
+		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
 	if ((int64) handled < total && wc_shared->followed_pass_done)
 		f = Max(f, wc_shared->followed_fraction);
 	wc_shared->followed_fraction = f;

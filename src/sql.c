@@ -419,9 +419,9 @@ ts_or_null(TimestampTz t, bool *isnull)
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 31
-	/* 1.0, 1.1, 1.2 and 1.3, 1.4 */
-	static const int status_columns[] = {16, 23, 30, STATUS_COLS};
+#define STATUS_COLS 32
+	/* 1.0, 1.1, 1.2 and 1.3, 1.4, 1.5 */
+	static const int status_columns[] = {16, 23, 30, 31, STATUS_COLS};
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
@@ -528,7 +528,7 @@ warmcache_status(PG_FUNCTION_ARGS)
 	/* 1.1 */
 	values[i] = CStringGetTextDatum(s.incomplete_reason);
 	nulls[i++] = !s.restore_incomplete || s.restore_finished_at == 0;
-	for (r = 0; r < WC_SKIP_REASONS; r++)
+	for (r = WC_SKIP_GONE; r <= WC_SKIP_FAILED; r++)
 	{
 		values[i] = Int64GetDatum((int64) skip[r]);
 		nulls[i++] = !started;
@@ -558,6 +558,10 @@ warmcache_status(PG_FUNCTION_ARGS)
 	/* 1.4: the database a restore waits for, a command wanting it */
 	values[i] = ObjectIdGetDatum(s.restore_waiting_db);
 	nulls[i++] = s.state != WC_STATE_RESTORING || !OidIsValid(s.restore_waiting_db);
+
+	/* 1.5: the blocks past the restore limit that it left out */
+	values[i] = Int64GetDatum((int64) skip[WC_SKIP_LIMIT]);
+	nulls[i++] = !started;
 	if (i != STATUS_COLS)
 		elog(ERROR, "warmcache_status() filled %d columns, not %d", i, STATUS_COLS);
 

@@ -69,6 +69,7 @@ our @EXPORT = qw(
   keep_in_use
   stop_keeping
   resident_blocks
+  read_ahead_blocks
   following_standby
   publish_dump
   wait_for_followed_pass
@@ -764,6 +765,31 @@ sub resident_blocks
 	return int(os_cached_bytes($path) / ($block_size // 8192));
 }
 
+
+# How far the kernel reads ahead of a sequential reader of a file under
+# $path, in blocks of 8 kB: the read_ahead_kb of the block device that holds
+# it (its disk's, for a partition).  On a file system of no single device
+# (tmpfs, overlay) the largest of any disk, an upper bound.
+sub read_ahead_blocks
+{
+	my ($path) = @_;
+	my $dev = (stat $path)[0];
+	my $major = (($dev >> 8) & 0xfff) | (($dev >> 32) & ~0xfff);
+	my $minor = ($dev & 0xff) | (($dev >> 12) & ~0xff);
+	my ($kb) = map { slurp_file($_) + 0 }
+	  grep { -r $_ } map { "/sys/dev/block/$major:$minor/$_/read_ahead_kb" }
+	  'queue', '../queue';
+	if (!defined $kb)
+	{
+		$kb = 0;
+		for (glob '/sys/block/*/queue/read_ahead_kb')
+		{
+			my $each = slurp_file($_) + 0;
+			$kb = $each if $each > $kb;
+		}
+	}
+	return int($kb / 8);
+}
 
 # A streaming standby of $primary, from a new base backup, that follows the
 # primary's hot set in the OS cache, with $conf added; started, and caught
