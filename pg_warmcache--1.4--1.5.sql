@@ -92,3 +92,39 @@ END
 $$;
 
 DROP FUNCTION warmcache_status_1_4();
+
+-- Before a restart: what is hot per relation, and how long a warm-up takes.
+CREATE FUNCTION warmcache_relations(
+	OUT relation regclass,
+	OUT tablespace oid,
+	OUT relfilenode oid,
+	OUT fork text,
+	OUT size_blocks int8,
+	OUT saved_buffer_tier int8,
+	OUT saved_by_usage int8[],
+	OUT saved_os_tier int8,
+	OUT in_shared_buffers int8,
+	OUT in_os_cache int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'warmcache_relations'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION warmcache_estimate(
+	OUT buffer_tier_bytes int8,
+	OUT os_tier_bytes int8,
+	OUT distinct_bytes int8,
+	OUT shared_buffers_share float8,
+	OUT restore_seconds float8,
+	OUT restore_basis text,
+	OUT natural_seconds float8,
+	OUT natural_basis text,
+	OUT read_mb_per_s float8,
+	OUT random_read_ms float8)
+RETURNS record
+AS 'MODULE_PATHNAME', 'warmcache_estimate'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION warmcache_relations() FROM PUBLIC;
+REVOKE ALL ON FUNCTION warmcache_estimate() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION warmcache_relations() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION warmcache_estimate() TO pg_monitor;

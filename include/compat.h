@@ -47,9 +47,12 @@
 #else
 #include "utils/relfilenodemap.h"
 typedef Oid RelFileNumber;
+#define RelFileNumberIsValid(num)	OidIsValid(num)
 #define RelidByRelfilenumber(spc, num)	RelidByRelfilenode((spc), (num))
 #define RelationMapFilenumberToOid(num, shared) \
 	RelationMapFilenodeToOid((num), (shared))
+#define RelationMapOidToFilenumber(relid, shared) \
+	RelationMapOidToFilenode((relid), (shared))
 #define wc_rel_filenumber(rel)	((rel)->rd_node.relNode)
 #endif
 
@@ -104,6 +107,34 @@ wc_relpath(Relation rel, ForkNumber fork)
 	return relpathbackend(rel->rd_locator, rel->rd_backend, fork);
 #else
 	return relpathbackend(rel->rd_node, rel->rd_backend, fork);
+#endif
+}
+
+/*
+ * Path of the first segment of a permanent relation fork named by its
+ * file, relative to the data directory, palloc'd.
+ */
+static inline char *
+wc_relpath_of(Oid db, Oid spc, RelFileNumber relnumber, ForkNumber fork)
+{
+#if PG_VERSION_NUM >= 160000
+	RelFileLocator locator;
+
+	locator.spcOid = spc;
+	locator.dbOid = db;
+	locator.relNumber = relnumber;
+#if PG_VERSION_NUM >= 180000
+	return pstrdup(relpathperm(locator, fork).str);
+#else
+	return relpathperm(locator, fork);
+#endif
+#else
+	RelFileNode node;
+
+	node.spcNode = spc;
+	node.dbNode = db;
+	node.relNode = relnumber;
+	return relpathperm(node, fork);
 #endif
 }
 

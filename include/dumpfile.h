@@ -121,7 +121,8 @@ typedef enum DumpFileStatus
 /*
  * The runs of several ranks of one file, merged in physical order: each
  * rank's runs are sorted so, and the merge gives a block's runs of every
- * rank one after another (a restore worker's pass).
+ * rank one after another (a restore worker's pass, the count of the saved
+ * set's distinct blocks).
  */
 typedef struct WarmRunMerge
 {

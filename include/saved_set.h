@@ -15,5 +15,6 @@
 
 extern void wc_sum_saved_tiers(int64 *buffer_tier, int64 *os_tier,
 							   bool *found);
+extern int64 wc_count_distinct_saved(void);
 
 #endif							/* PG_WARMCACHE_SAVED_SET_H */

@@ -24,6 +24,12 @@
 #include "parallel_warm.h"
 #include "restore.h"
 
+/*
+ * The least a restore of the saved file must read from the device for its
+ * rate to time the next one (warmcache_estimate()).
+ */
+#define WC_RATE_MIN_BYTES	((uint64) 64 * 1024 * 1024)
+
 /* What the module is doing; dumps and restores exclude each other. */
 typedef enum WarmState
 {
@@ -109,6 +115,23 @@ typedef struct WarmShared
 	bool		followed_pass_done;
 	double		followed_fraction;
 
+	/*
+	 * What warmcache_estimate() times restores by (estimate.c): the read
+	 * rate of the last restore of the saved file that read enough from the
+	 * device, and the last probe of the device.
+	 */
+	TimestampTz restore_rate_at;	/* when that restore began, or 0 */
+	double		restore_rate_mb_s;
+	int64		restore_rate_bytes; /* what it read */
+	TimestampTz probe_at;		/* when the last probe began, or 0 */
+	TimestampTz probe_running_since;	/* a probe runs (a backend that
+										 * exits while it runs leaves it
+										 * set: stale after a minute) */
+	double		probe_read_mb_s;	/* sequential reads: rate, or -1 */
+	int64		probe_read_bytes;
+	double		probe_random_ms;	/* random reads: mean time, or -1 */
+	int			probe_random_reads;
+
 	/* The warm workers that warm() calls registered (parallel_warm.c). */
 	WarmWorkerEntry warm_workers[WC_MAX_WARM_WORKERS];
 
@@ -124,6 +147,9 @@ typedef struct WarmShared
 										 * ended */
 	pg_atomic_uint64 restore_found_cached;	/* a restore's blocks in the OS
 											 * cache already, not read */
+	pg_atomic_uint64 restore_device_bytes;	/* what its workers read from
+											 * the device */
+	pg_atomic_uint32 restore_device_unknown;	/* a worker could not say */
 	/*
 	 * The restore limit's cut (restore.h): written by the leader before it
 	 * starts the workers, read by them.  restore_limit_used counts the

@@ -22,5 +22,6 @@
 
 extern void wc_look_at_backends(bool *reading, bool *on_cpu);
 extern int64 wc_cpu_time_us(void);
+extern int64 wc_device_read_bytes(void);
 
 #endif							/* PG_WARMCACHE_WORKLOAD_H */

@@ -112,8 +112,9 @@ SELECT restore_waiting_for_database IS NULL AS not_waiting FROM warmcache_status
 SELECT has_function_privilege('regress_wc_reader', 'warmcache_status()', 'EXECUTE') AS reader_may,
        has_function_privilege('pg_monitor', 'warmcache_status()', 'EXECUTE') AS monitor_may;
 -- 1.4 to 1.5: warmcache_status() counts the blocks left out past the
--- restore limit.  The 1.4 function works with this library until then;
--- its privileges survive the update.
+-- restore limit; warmcache_relations() and warmcache_estimate() come,
+-- revoked from PUBLIC and granted to pg_monitor.  The 1.4 function works
+-- with this library until then; its privileges survive the update.
 SELECT restore_waiting_for_database IS NULL AS not_waiting FROM warmcache_status();
 ALTER EXTENSION pg_warmcache UPDATE TO '1.5';
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
@@ -121,6 +122,12 @@ SELECT array_length(proallargtypes, 1) AS columns
   FROM pg_proc WHERE proname = 'warmcache_status';
 SELECT coalesce(restore_skipped_limit, 0) = 0 AS none_left_out FROM warmcache_status();
 SELECT has_function_privilege('regress_wc_reader', 'warmcache_status()', 'EXECUTE') AS reader_may;
+SELECT p.proname,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_may,
+       has_function_privilege('pg_monitor', p.oid, 'EXECUTE') AS monitor_may
+  FROM pg_proc p
+ WHERE proname IN ('warmcache_relations', 'warmcache_estimate')
+ ORDER BY 1;
 -- Updating a current extension is a no-op.
 ALTER EXTENSION pg_warmcache UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';

@@ -118,7 +118,11 @@ typedef struct OsScan
 	bool		stopped;		/* cut short: see walk_stopped() */
 	TimestampTz started;
 	OsRunCallback emit;
+	OsSegmentCallback sized;	/* if set: each segment's size */
 	void	   *arg;
+	Oid			db;				/* wc_scan_database_files()'s database */
+	char	   *map;			/* the segment mapped, or NULL */
+	Size		map_len;
 	unsigned char *vec;			/* mincore()'s vector for WC_OS_SCAN_SPAN */
 	bool	   *resident;		/* per block of that span */
 	int64		cpu_at;			/* CPU time when the scan last yielded */
@@ -278,6 +282,73 @@ count_cached_pages(int fd, Size off, Size len)
 }
 
 /*
+ * The runs of blocks of an open segment that the page cache holds, handed
+ * to emit but for the last, which is left in *run.  The count of cached
+ * pages (count_cached_pages()) goes first, span by span; from the first
+ * span cached in part, the segment is mapped (scan->map) and asked page by
+ * page.
+ */
+static void
+scan_segment_spans(OsScan *scan, int fd, WarmRun *run, BlockNumber first_block,
+				   BlockNumber nblocks)
+{
+	Size		len = (Size) nblocks * BLCKSZ;
+	bool		counting = true;
+	BlockNumber off;
+
+	for (off = 0; off < nblocks; off += WC_OS_SCAN_SPAN)
+	{
+		BlockNumber n = Min(nblocks - off, WC_OS_SCAN_SPAN);
+		BlockNumber b;
+
+		if (counting)
+		{
+			switch (count_cached_pages(fd, (Size) off * BLCKSZ,
+									   (Size) n * BLCKSZ))
+			{
+				case WC_SEGMENT_NONE:
+					if (run->count > 0)
+						scan->emit(scan->arg, run);
+					run->count = 0;
+					continue;
+				case WC_SEGMENT_ALL:
+					if (run->count == 0)
+						run->start = first_block + off;
+					run->count += n;
+					continue;
+				case WC_SEGMENT_SOME:
+					counting = false;
+					break;
+			}
+		}
+		if (scan->map == NULL)
+		{
+			char	   *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+
+			if (map == MAP_FAILED)
+				break;
+			scan->map = map;
+			scan->map_len = len;
+		}
+		if (!wc_block_residency(scan->map, off, n, scan->vec, scan->resident))
+			break;
+		for (b = 0; b < n; b++)
+		{
+			if (scan->resident[b])
+			{
+				if (run->count == 0)
+					run->start = first_block + off + b;
+				run->count++;
+				continue;
+			}
+			if (run->count > 0)
+				scan->emit(scan->arg, run);
+			run->count = 0;
+		}
+	}
+}
+
+/*
  * Hand the runs of cached blocks of one segment file to the callback.
  *
  * Span by span, the count of cached pages answers first: a span cached
@@ -294,18 +365,23 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 {
 	int			fd;
 	struct stat st;
-	char	   *map = NULL;
-	bool		counting = true;
-	Size		len;
 	BlockNumber nblocks;
-	BlockNumber off;
 	WarmRun		run = *key;
 
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 		return;					/* dropped meanwhile */
-	if (fstat(fd, &st) != 0 || st.st_size < BLCKSZ)
+	if (fstat(fd, &st) != 0)
 	{
+		CloseTransientFile(fd);
+		return;
+	}
+	run.start = first_block;
+	run.count = 0;
+	if (st.st_size < BLCKSZ)
+	{
+		if (scan->sized)
+			scan->sized(scan->arg, &run, 0);
 		CloseTransientFile(fd);
 		return;
 	}
@@ -318,61 +394,26 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 	nblocks = (BlockNumber) Min(Min((uint64) st.st_size / BLCKSZ,
 									(uint64) RELSEG_SIZE),
 								(uint64) MaxBlockNumber + 1 - first_block);
-	len = (Size) nblocks * BLCKSZ;
 
-	run.count = 0;
-	for (off = 0; off < nblocks; off += WC_OS_SCAN_SPAN)
+	if (scan->sized)
+		scan->sized(scan->arg, &run, nblocks);
+
+	/*
+	 * The callbacks may raise an error (out of memory, say) while the
+	 * segment is mapped, and the dump's process lives on after one: the
+	 * mapping must not outlive it.  The file closes with the transaction.
+	 */
+	PG_TRY();
 	{
-		BlockNumber n = Min(nblocks - off, WC_OS_SCAN_SPAN);
-		BlockNumber b;
-
-		if (counting)
-		{
-			switch (count_cached_pages(fd, (Size) off * BLCKSZ,
-									   (Size) n * BLCKSZ))
-			{
-				case WC_SEGMENT_NONE:
-					if (run.count > 0)
-						scan->emit(scan->arg, &run);
-					run.count = 0;
-					continue;
-				case WC_SEGMENT_ALL:
-					if (run.count == 0)
-						run.start = first_block + off;
-					run.count += n;
-					continue;
-				case WC_SEGMENT_SOME:
-					counting = false;
-					break;
-			}
-		}
-		if (map == NULL)
-		{
-			map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-			if (map == MAP_FAILED)
-			{
-				map = NULL;
-				break;
-			}
-		}
-		if (!wc_block_residency(map, off, n, scan->vec, scan->resident))
-			break;
-		for (b = 0; b < n; b++)
-		{
-			if (scan->resident[b])
-			{
-				if (run.count == 0)
-					run.start = first_block + off + b;
-				run.count++;
-				continue;
-			}
-			if (run.count > 0)
-				scan->emit(scan->arg, &run);
-			run.count = 0;
-		}
+		scan_segment_spans(scan, fd, &run, first_block, nblocks);
 	}
-	if (map != NULL)
-		munmap(map, len);
+	PG_FINALLY();
+	{
+		if (scan->map != NULL)
+			munmap(scan->map, scan->map_len);
+		scan->map = NULL;
+	}
+	PG_END_TRY();
 	CloseTransientFile(fd);
 	scan->work += nblocks / WC_OS_SCAN_SPAN;
 	if (run.count > 0)
@@ -429,7 +470,13 @@ walk_stopped(OsScan *scan)
 		return true;
 	CHECK_FOR_INTERRUPTS();
 	if (!PostmasterIsAlive())
-		proc_exit(1);			/* the dump's exit callback removes its files */
+	{
+		if (MyBackendType == B_BG_WORKER)
+			proc_exit(1);		/* the dump's exit callback removes its files */
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection due to unexpected postmaster exit")));
+	}
 	if (scan->shutdown ? wc_second_request : ShutdownRequestPending)
 		scan->stopped = true;
 	else if (scan->shutdown &&
@@ -532,6 +579,49 @@ static void
 scan_tablespace(OsScan *scan, const char *path, Oid spc, Oid unused)
 {
 	for_each_oid_entry(scan, path, NULL, spc, scan_database);
+}
+
+/* A tablespace's directory of wc_scan_database_files()'s database. */
+static void
+scan_database_in_tablespace(OsScan *scan, const char *path, Oid spc,
+							Oid unused)
+{
+	scan_directory(scan, path, scan->db, spc);
+}
+
+/*
+ * Walk the relation files of database db and of the shared catalogs,
+ * unlogged relations' too: hand each segment's size to sized and the runs
+ * of blocks the OS page cache holds to emit.  The walk yields the CPU as
+ * the dump's does (yield_cpu()).
+ */
+void
+wc_scan_database_files(Oid db, OsRunCallback emit, OsSegmentCallback sized,
+					   void *arg)
+{
+	OsScan		scan;
+	char		below[MAXPGPATH];
+	char		dir[MAXPGPATH];
+
+	memset(&scan, 0, sizeof(scan));
+	scan.include_unlogged = true;
+	scan.started = GetCurrentTimestamp();
+	scan.emit = emit;
+	scan.sized = sized;
+	scan.arg = arg;
+	scan.db = db;
+	scan.cpu_at = wc_cpu_time_us();
+	scan.vec = palloc(WC_RESIDENCY_VEC(WC_OS_SCAN_SPAN));
+	scan.resident = palloc(sizeof(bool) * WC_OS_SCAN_SPAN);
+
+	scan_directory(&scan, "global", InvalidOid, GLOBALTABLESPACE_OID);
+	snprintf(dir, sizeof(dir), "base/%u", db);
+	scan_directory(&scan, dir, db, DEFAULTTABLESPACE_OID);
+	snprintf(below, sizeof(below), "%s/%u", TABLESPACE_VERSION_DIRECTORY, db);
+	for_each_oid_entry(&scan, "pg_tblspc", below, InvalidOid,
+					   scan_database_in_tablespace);
+	pfree(scan.vec);
+	pfree(scan.resident);
 }
 
 /*

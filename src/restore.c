@@ -937,6 +937,8 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_buffer_tier_os, 0);
 	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
+	pg_atomic_write_u64(&wc_shared->restore_device_bytes, 0);
+	pg_atomic_write_u32(&wc_shared->restore_device_unknown, 0);
 	pg_atomic_write_u64(&wc_shared->restore_found_cached, 0);
 	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
 	SpinLockAcquire(&wc_shared->restore_advice.mutex);
@@ -1024,6 +1026,24 @@ report_end(RestoreLeader *leader)
 	}
 	if (source == WC_SOURCE_SAVED)
 	{
+		uint64		read = pg_atomic_read_u64(&wc_shared->restore_device_bytes);
+
+		/*
+		 * What warmcache_estimate() predicts the next restore by: what the
+		 * workers read from the device over the restore's duration.  Not
+		 * where that is not known, nor under a rate cap, which sets the
+		 * rate; and a restore that found most of its blocks in a cache says
+		 * little of the device.
+		 */
+		if (pg_atomic_read_u32(&wc_shared->restore_device_unknown) == 0 &&
+			wc_max_restore_rate == 0 &&
+			read >= WC_RATE_MIN_BYTES && elapsed > 0.001)
+		{
+			wc_shared->restore_rate_at = started;
+			wc_shared->restore_rate_bytes = (int64) read;
+			wc_shared->restore_rate_mb_s = read / (1024.0 * 1024.0) / elapsed;
+		}
+
 		/* Come back to what a command kept out, a few times. */
 		wc_shared->restore_retry_at = 0;
 		if (!any_wanted_out(leader))

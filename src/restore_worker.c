@@ -768,9 +768,19 @@ leave_database(RestoreWorker *w)
 static void
 restore_worker_exit(int code, Datum arg)
 {
-	/* What the restore costs, for the leader's last log line. */
+	int64		device_bytes = wc_device_read_bytes();
+
+	/*
+	 * What the restore costs, for the leader's last log line, and what it
+	 * read from the device, for its rate (restore.c).
+	 */
 	pg_atomic_fetch_add_u64(&wc_shared->restore_cpu_us,
 							(uint64) wc_cpu_time_us());
+	if (device_bytes >= 0)
+		pg_atomic_fetch_add_u64(&wc_shared->restore_device_bytes,
+								(uint64) device_bytes);
+	else
+		pg_atomic_write_u32(&wc_shared->restore_device_unknown, 1);
 	if (restore_slot >= 0)
 		wc_shared->slots[restore_slot].pid = 0;
 }

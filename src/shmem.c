@@ -88,6 +88,8 @@ wc_shmem_startup(void)
 		pg_atomic_init_u64(&wc_shared->restore_buffer_tier_os, 0);
 		pg_atomic_init_u64(&wc_shared->restore_cpu_us, 0);
 		pg_atomic_init_u64(&wc_shared->restore_found_cached, 0);
+		pg_atomic_init_u64(&wc_shared->restore_device_bytes, 0);
+		pg_atomic_init_u32(&wc_shared->restore_device_unknown, 0);
 		pg_atomic_init_u32(&wc_shared->db_command_pending, 0);
 		for (i = 0; i < WC_SKIP_REASONS; i++)
 			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);

@@ -30,7 +30,10 @@
 #include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/smgr.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -39,8 +42,10 @@
 #include "channel.h"
 #include "dumpfile.h"
 #include "engine.h"
+#include "estimate.h"
 #include "parallel_warm.h"
 #include "readiness.h"
+#include "relations.h"
 #include "restore.h"
 #include "saved_set.h"
 #include "settings.h"
@@ -57,6 +62,8 @@ PG_FUNCTION_INFO_V1(warmcache_blocks);
 PG_FUNCTION_INFO_V1(warmcache_saved_tiers);
 PG_FUNCTION_INFO_V1(warmcache_is_warm);
 PG_FUNCTION_INFO_V1(warmcache_wait_warm);
+PG_FUNCTION_INFO_V1(warmcache_relations);
+PG_FUNCTION_INFO_V1(warmcache_estimate);
 
 /*
  * Check that the row type the called SQL function was declared with has
@@ -664,6 +671,138 @@ warmcache_saved_tiers(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*---- Before a restart ----*/
+
+/*
+ * warmcache_relations() (1.5): a row per relation fork of the current
+ * database and the shared catalogs that the saved set, shared buffers or
+ * the OS page cache hold (relations.c).
+ */
+Datum
+warmcache_relations(PG_FUNCTION_ARGS)
+{
+#define RELATIONS_COLS 10
+	static const int relations_columns[] = {RELATIONS_COLS};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *census;
+	HASH_SEQ_STATUS seq;
+	CensusEntry *e;
+	MemoryContext row_cxt;
+	MemoryContext old_cxt;
+
+	/*
+	 * The walk of the files keeps to the restore's CPU budget while queries
+	 * take every CPU, which it learns from the shared state.
+	 */
+	wc_require_shared();
+	InitMaterializedSRF(fcinfo, 0);
+	check_result_columns(fcinfo, "warmcache_relations", rsinfo->setDesc,
+						 relations_columns, lengthof(relations_columns));
+	census = wc_relations_census();
+
+	/* A row's text and array, freed after it: there may be 100,000 rows. */
+	row_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									"warmcache_relations row",
+									ALLOCSET_SMALL_SIZES);
+	hash_seq_init(&seq, census);
+	while ((e = (CensusEntry *) hash_seq_search(&seq)) != NULL)
+	{
+		Datum		values[RELATIONS_COLS];
+		bool		nulls[RELATIONS_COLS] = {0};
+		Datum		by_usage[WC_MAX_RANK + 1];
+		int			dims[1] = {WC_MAX_RANK + 1};
+		int			lbs[1] = {0};
+		int64		buffer_tier = 0;
+		int			r;
+		int			i = 0;
+
+		for (r = 0; r <= WC_MAX_RANK; r++)
+		{
+			buffer_tier += e->saved[r];
+			by_usage[r] = Int64GetDatum(e->saved[r]);
+		}
+		if (buffer_tier == 0 && e->saved[WC_RANK_SLOT_OS] == 0 &&
+			e->in_buffers == 0 && e->in_os_cache == 0)
+			continue;
+		MemoryContextReset(row_cxt);
+		old_cxt = MemoryContextSwitchTo(row_cxt);
+		values[i] = ObjectIdGetDatum(e->relid);
+		nulls[i++] = !OidIsValid(e->relid);
+		values[i++] = ObjectIdGetDatum(e->key.spc);
+		values[i++] = ObjectIdGetDatum(e->key.relnumber);
+		values[i++] = CStringGetTextDatum(forkNames[e->key.fork]);
+		values[i] = Int64GetDatum(e->size_blocks);
+		nulls[i++] = e->size_blocks < 0;
+		values[i++] = Int64GetDatum(buffer_tier);
+		values[i++] = PointerGetDatum(construct_md_array(by_usage, NULL, 1,
+														 dims, lbs, INT8OID,
+														 sizeof(int64),
+														 FLOAT8PASSBYVAL,
+														 TYPALIGN_DOUBLE));
+		values[i++] = Int64GetDatum(e->saved[WC_RANK_SLOT_OS]);
+		values[i++] = Int64GetDatum(e->in_buffers);
+		values[i] = Int64GetDatum(e->in_os_cache);
+		nulls[i++] = e->size_blocks < 0;
+		MemoryContextSwitchTo(old_cxt);
+		if (i != RELATIONS_COLS)
+			elog(ERROR, "warmcache_relations() filled %d columns, not %d",
+				 i, RELATIONS_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	MemoryContextDelete(row_cxt);
+	hash_destroy(census);
+	return (Datum) 0;
+}
+
+/*
+ * warmcache_estimate() (1.5): one row, the saved set's size per tier and
+ * its blocks once each, the share of shared_buffers its restore would
+ * fill, and the predicted times of its restore and of its pages' coming
+ * back by themselves, each with its basis (estimate.c).  Negative figures
+ * are not known: NULL.
+ */
+Datum
+warmcache_estimate(PG_FUNCTION_ARGS)
+{
+#define ESTIMATE_COLS 10
+	static const int estimate_columns[] = {ESTIMATE_COLS};
+	TupleDesc	tupdesc;
+	Datum		values[ESTIMATE_COLS];
+	bool		nulls[ESTIMATE_COLS] = {0};
+	WarmEstimate est;
+	int			i = 0;
+
+	wc_require_shared();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	check_result_columns(fcinfo, "warmcache_estimate", tupdesc,
+						 estimate_columns, lengthof(estimate_columns));
+	wc_estimate(&est);
+	values[i] = Int64GetDatum(est.buffer_tier_blocks * (int64) BLCKSZ);
+	nulls[i++] = !est.have_file;
+	values[i] = Int64GetDatum(est.os_tier_blocks * (int64) BLCKSZ);
+	nulls[i++] = !est.have_file;
+	values[i] = Int64GetDatum(est.distinct_blocks * (int64) BLCKSZ);
+	nulls[i++] = !est.have_file;
+	values[i] = Float8GetDatum(est.shared_buffers_share);
+	nulls[i++] = est.shared_buffers_share < 0;
+	values[i] = Float8GetDatum(est.restore_seconds);
+	nulls[i++] = est.restore_seconds < 0;
+	values[i++] = CStringGetTextDatum(est.restore_basis);
+	values[i] = Float8GetDatum(est.natural_seconds);
+	nulls[i++] = est.natural_seconds < 0;
+	values[i++] = CStringGetTextDatum(est.natural_basis);
+	values[i] = Float8GetDatum(est.read_mb_per_s);
+	nulls[i++] = est.read_mb_per_s < 0;
+	values[i] = Float8GetDatum(est.random_read_ms);
+	nulls[i++] = est.random_read_ms < 0;
+	if (i != ESTIMATE_COLS)
+		elog(ERROR, "warmcache_estimate() filled %d columns, not %d",
+			 i, ESTIMATE_COLS);
+	tupdesc = BlessTupleDesc(tupdesc);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*---- Readiness ----*/

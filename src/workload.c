@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -122,4 +123,25 @@ wc_cpu_time_us(void)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return 0;
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Bytes this process made the kernel read from a storage device, or -1
+ * where that is not known.  getrusage()'s block input operations: Linux
+ * counts them in 512-byte units as the reads go to the device, the
+ * read-ahead and advice a process starts included, and counts nothing for
+ * a page cache hit.  Elsewhere the unit is not defined.
+ */
+int64
+wc_device_read_bytes(void)
+{
+#ifdef __linux__
+	struct rusage usage;
+
+	if (getrusage(RUSAGE_SELF, &usage) != 0)
+		return -1;
+	return (int64) usage.ru_inblock * 512;
+#else
+	return -1;
+#endif
 }

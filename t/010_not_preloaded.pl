@@ -80,7 +80,7 @@ cmp_ok(cached($node, 't', 'vm'), '>', 0,
 for my $call (
 	'warmcache_dump_now()', 'warmcache_restore_now()',
 	"warmcache_restore_now('read')", 'warmcache_restore_abort()',
-	'warmcache_status()')
+	'warmcache_status()', 'warmcache_relations()', 'warmcache_estimate()')
 {
 	my $stderr = psql_fails($node, "SELECT * FROM $call", "$call fails");
 	like(
