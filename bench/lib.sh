@@ -627,6 +627,34 @@ prewarm_all() {
 	       and pg_relation_size(c.oid, f) > 0" >/dev/null
 }
 
+# update_ext: bring pg_warmcache in every database of a reused cluster to
+# the build's version.  ALTER EXTENSION UPDATE loads "$libdir/pg_warmcache",
+# as CREATE EXTENSION does, so in a server that does not preload the
+# private copy; then the functions load that copy again.
+update_ext() {
+	local stale
+	run_conf "shared_preload_libraries = 'pg_prewarm'"
+	pg_start "$CLDIR/logs/setup.log"
+	stale=$(DB=postgres sql "select string_agg(datname, ' ') from pg_database
+		where datallowconn and not datistemplate")
+	install_ext update_ext_in $stale
+	pg_stop
+	run_conf ""
+}
+
+update_ext_in() {
+	local db
+	for db in "$@"; do
+		DB=$db sql "do \$\$begin
+			if exists (select from pg_extension e join pg_available_extensions a on a.name = e.extname
+				where e.extname = 'pg_warmcache' and e.extversion <> a.default_version) then
+				alter extension pg_warmcache update;
+				update pg_proc set probin = 'pg_warmcache' where probin = '\$libdir/pg_warmcache';
+			end if;
+		end\$\$" >/dev/null
+	done
+}
+
 # ensure_db [TAG [CMD...]]: reuse the cluster's pgbench database if it was
 # made with this scale by this major (and variant TAG), else build it:
 # initdb, pgbench -i -s SCALE, then CMD with the server up and the install
@@ -643,6 +671,7 @@ ensure_db() {
 		write_conf
 		run_conf ""
 		say "reusing the scale-$scale database in $PGDATA"
+		update_ext
 		return 0
 	fi
 	pg_stop

@@ -53,7 +53,10 @@
 # higher of the two counts, as other work only lowers TPS); then
 # autoprewarm_dump_now() and
 # warmcache_dump_now() twice, with dump_os_cache off and on, and the three
-# files are kept outside the data directory.  Then for each method: stop, put both saved files back, set the
+# files are kept outside the data directory.  Then (unless ESTIMATE=0) a
+# cold start with the saved file and no warm-up, for warmcache_estimate():
+# its predicted restore and natural warm-up times go into the report
+# beside the measured t90.  Then for each method: stop, put both saved files back, set the
 # method's settings (none: pg_prewarm.autoprewarm = off and
 # pg_warmcache.autowarm = off; autoprewarm: on/off; warmcache: off/on), sync,
 # drop the OS cache, start, and the moment the server accepts connections run
@@ -257,6 +260,27 @@ prepare() {
 	pg_stop
 }
 
+# estimate_cold WORKLOAD KEY: warmcache_estimate() as a DBA would ask it
+# before a restart that empties the caches: on a cold start with the saved
+# file (with the OS tier) in place and no warm-up, so that its probe times
+# the device on the saved set's blocks.  The predictions go into the
+# report beside the measured t90.
+estimate_cold() {
+	local w=$1 key=$2 row
+	say "$key $w: warmcache_estimate() on a cold start"
+	cold_start none "$w" "$CLDIR/logs/estimate-$w.log"
+	row=$(psqlc -At -d bench -F '|' -c "select restore_seconds, natural_seconds, read_mb_per_s,
+		random_read_ms, buffer_tier_bytes, os_tier_bytes, distinct_bytes, restore_basis, natural_basis
+		from warmcache_estimate()")
+	IFS='|' read -r e_rs e_ns e_rate e_rand e_bt e_ot e_db e_rb e_nb <<<"$row"
+	write_meta "$out/raw/$key-$w-estimate.meta" "restore_seconds=$e_rs" "natural_seconds=$e_ns" \
+		"read_mb_per_s=$e_rate" "random_read_ms=$e_rand" "buffer_tier_bytes=$e_bt" "os_tier_bytes=$e_ot" \
+		"distinct_bytes=$e_db" \
+		"restore_basis=$e_rb" "natural_basis=$e_nb"
+	say "$key $w: predicted restore $e_rs s, natural warm-up $e_ns s"
+	pg_stop
+}
+
 # steady_after WORKLOAD: a second steady-state measurement after the runs
 # (other work on the machine only ever lowers TPS: the report takes the
 # higher of the two).
@@ -367,6 +391,7 @@ for pg in "${pglist[@]}"; do
 			if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
 			if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi
 			locked prepare "$w" "$key"
+			[ "${ESTIMATE:-1}" = 0 ] || locked estimate_cold "$w" "$key"
 			[ $runs = 1 ] || continue
 			for ((rep = 1; rep <= reps; rep++)); do
 				locked one_rep "$w" "$rep" "$key"
