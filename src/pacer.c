@@ -566,8 +566,8 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 
 	/*
 	 * Past the restore limit the rest of the buffer tier goes to the OS
-	 * cache only, passing over what it holds already (the cap is no passing
-	 * spell), or is left out.
+	 * cache only, passing over what it holds already (for good: unlike busy
+	 * CPUs, the limit does not end), or is left out.
 	 */
 	pacer->base.leave_out = false;
 	pacer->base.advice_capped = false;

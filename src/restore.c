@@ -301,8 +301,9 @@ count_shares(RestoreLeader *leader)
  * Where pg_warmcache.restore_limit cuts the saved set's buffer tier, in mode
  * buffer: the hottest rank whose blocks, with those of the hotter ranks,
  * pass the limit, and what is left of the limit for it.  The limit and
- * what becomes of the blocks past it are read once, as the restore begins.  Blocks of excluded or dropped
- * databases count: the leader learns of those later.
+ * what becomes of the blocks past it are read once, as the restore
+ * begins.  Blocks of excluded or dropped databases count: the leader
+ * learns of those later.
  */
 static void
 plan_limit(RestoreLeader *leader, WarmMode mode)
