@@ -26,8 +26,9 @@
 # clock_timestamp().
 #
 # Output: a table per run and the medians (min-max) per database and
-# method, the ratios to the peer and the control, and the costs per GB and
-# per thousand relation files; also in
+# method, the ratios to the peer and the control, the costs per GB and
+# per thousand relation files, and the function's rows for the 8 forks
+# of bench with the most saved blocks; also in
 # bench/out/<timestamp>-relations-cost/results.md (OUT_DIR overrides).
 # Environment: bench/lib.sh's.  Needs root.
 set -euo pipefail
@@ -171,3 +172,12 @@ END {
 		(mc["many relations"] - mc["bench relations"]) * 1000 / (mf - bf),
 		(mw["many relations"] - mw["bench relations"]) * 1000 / (mf - bf)
 }'
+
+# What it answers, at scale 100: the relation forks the saved set holds
+# most of.
+echo
+echo "warmcache_relations() in bench, the 8 forks with the most saved blocks:"
+echo
+psqlc -d bench -P footer=off -P format=aligned -c "select relation, fork, size_blocks, saved_buffer_tier,
+	saved_by_usage, saved_os_tier, in_shared_buffers, in_os_cache
+	from warmcache_relations() order by saved_buffer_tier + saved_os_tier desc, relation limit 8" | sed 's/^/    /'
