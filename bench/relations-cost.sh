@@ -93,8 +93,15 @@ datadir_files=$(find "$PGDATA/base" "$PGDATA/global" -type f -name '[0-9]*')
 echo "$datadir_files" | xargs cat >/dev/null
 run_conf "pg_warmcache.dump_os_cache = on"
 sql "select pg_reload_conf()" >/dev/null
-sleep 0.5
-sql "select warmcache_dump_now()" >/dev/null
+# The autowarm worker makes the dump, once it has read the setting.
+for ((i = 0; i < 20; i++)); do
+	sleep 0.5
+	sql "select warmcache_dump_now()" >/dev/null
+	read -r saved_buf saved_os < <(sql "select count(*) filter (where tier <> 'os'),
+		count(*) filter (where tier = 'os') from warmcache_blocks()" | tr '|' ' ')
+	[ "$saved_os" = 0 ] || break
+done
+[ "$saved_os" != 0 ] || die "the dump has no OS tier"
 
 # one_call DB METHOD: prints "cpu_ms wall_ms rows"
 one_call() {
@@ -130,6 +137,7 @@ echo
 echo "Command: \`bench/relations-cost.sh --pg $pg --relations $nrel --reps $reps\`.  "
 echo "PostgreSQL $("$BINDIR/postgres" --version | awk '{print $3}'), shared_buffers 1GB, pg_warmcache $(repo_version)."
 echo "bench: $bench_gb GB, $bench_rels relations, $bench_files relation files; many: $many_gb GB, $many_rels relations, $many_files files; the shared catalogs: $global_files files."
+echo "The saved set (both databases): $saved_buf blocks in the buffer tier, $saved_os in the OS tier."
 echo
 echo "| rep | database | method | CPU ms | wall ms | rows |"
 echo "|---|---|---|---:|---:|---:|"
