@@ -44,14 +44,6 @@ typedef struct ChannelNotes
 									 * publication found unusable, or 0 */
 } ChannelNotes;
 
-/* What a standby keeps of the primary's hot set: pg_warmcache.follow_primary */
-typedef enum FollowMode
-{
-	WC_FOLLOW_OFF,
-	WC_FOLLOW_OS,				/* the OS page cache */
-	WC_FOLLOW_BUFFER			/* also shared buffers, as far as free */
-} FollowMode;
-
 /* What the channel last found; a change is logged once. */
 typedef enum FollowState
 {

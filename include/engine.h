@@ -23,13 +23,7 @@
 #include "storage/spin.h"
 #include "utils/relcache.h"
 
-/* Where warmed blocks go; warm()'s mode argument names them. */
-typedef enum WarmMode
-{
-	WC_MODE_PREFETCH,			/* posix_fadvise(WILLNEED): OS cache, async */
-	WC_MODE_READ,				/* read(2) into private memory: OS cache */
-	WC_MODE_BUFFER				/* into shared_buffers */
-} WarmMode;
+#include "settings.h"
 
 /* A range of consecutive blocks of one relation fork. */
 typedef struct WarmRange

@@ -19,9 +19,6 @@
 
 #include "engine.h"
 
-/* Upper bound of pg_warmcache.max_warm_workers. */
-#define WC_MAX_WARM_WORKERS 64
-
 /*
  * A warm worker that some warm() call registered and that may still hold
  * a slot of max_worker_processes, in the shared state: the server-wide

@@ -20,8 +20,6 @@
 #include "dumpfile.h"
 #include "engine.h"
 
-#define WC_MAX_RESTORE_WORKERS 32
-
 /*
  * A database restored by several workers is cut into stripes of
  * WC_STRIPE_BLOCKS blocks of each relation fork, dealt round-robin, so each

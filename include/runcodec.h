@@ -16,7 +16,7 @@
 
 #include <stdio.h>
 
-#include "dumpfile.h"
+#include "format.h"
 #include "lib/stringinfo.h"
 
 /* The longest encoding of one run: a group header and the run itself. */

@@ -13,6 +13,26 @@
 #ifndef PG_WARMCACHE_SETTINGS_H
 #define PG_WARMCACHE_SETTINGS_H
 
+/* Where warmed blocks go; warm()'s mode argument names them. */
+typedef enum WarmMode
+{
+	WC_MODE_PREFETCH,			/* posix_fadvise(WILLNEED): OS cache, async */
+	WC_MODE_READ,				/* read(2) into private memory: OS cache */
+	WC_MODE_BUFFER				/* into shared_buffers */
+} WarmMode;
+
+/* What a standby keeps of the primary's hot set: pg_warmcache.follow_primary */
+typedef enum FollowMode
+{
+	WC_FOLLOW_OFF,
+	WC_FOLLOW_OS,				/* the OS page cache */
+	WC_FOLLOW_BUFFER			/* also shared buffers, as far as free */
+} FollowMode;
+
+/* The most workers a restore and a warm() may have: the settings' bounds. */
+#define WC_MAX_RESTORE_WORKERS 32
+#define WC_MAX_WARM_WORKERS 64
+
 /* Each is pg_warmcache.<name without wc_>. */
 extern bool wc_autowarm;
 extern int	wc_dump_interval;

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "miscadmin.h"
@@ -24,12 +25,8 @@
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 
-#include "channel.h"
 #include "compat.h"
-#include "dumpfile.h"
-#include "engine.h"
-#include "parallel_warm.h"
-#include "restore.h"
+#include "format.h"
 #include "settings.h"
 
 /* A dump's chunk is one allocation: at most MaxAllocSize. */
