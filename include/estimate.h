@@ -15,6 +15,8 @@
 #ifndef PG_WARMCACHE_ESTIMATE_H
 #define PG_WARMCACHE_ESTIMATE_H
 
+#include "datatype/timestamp.h"
+
 /* A figure that is not known is negative; each basis says why. */
 typedef struct WarmEstimate
 {
@@ -31,6 +33,10 @@ typedef struct WarmEstimate
 	char	   *natural_basis;
 } WarmEstimate;
 
+extern Size wc_estimate_shmem_size(void);
+extern void wc_estimate_shmem_init(void);
+extern void wc_estimate_note_restore_rate(TimestampTz started, uint64 bytes,
+										  double seconds);
 extern void wc_estimate(WarmEstimate *est);
 
 #endif							/* PG_WARMCACHE_ESTIMATE_H */

@@ -19,18 +19,9 @@
 
 #include "engine.h"
 
-/*
- * A warm worker that some warm() call registered and that may still hold
- * a slot of max_worker_processes, in the shared state: the server-wide
- * count of warm workers is the number of these in use (parallel_warm.c).
- */
-typedef struct WarmWorkerEntry
-{
-	int			caller_pid;		/* the call's process; 0: entry free */
-	int			pid;			/* the worker's, once the call has returned
-								 * before the worker was gone; else 0 */
-} WarmWorkerEntry;
-
+extern Size wc_warm_workers_shmem_size(void);
+extern void wc_warm_workers_shmem_request(void);
+extern void wc_warm_workers_shmem_init(void);
 extern uint64 wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 							const WarmRange *range);
 

@@ -119,6 +119,7 @@ typedef enum LimitClass
 
 /* restore.c: the leader, run by the autowarm worker */
 extern void wc_lead_restore(WarmMode mode, RestoreSource source);
+extern int	wc_restore_workers_starting(void);
 extern const char *wc_source_file(RestoreSource source);
 extern const char *wc_source_name(RestoreSource source);
 

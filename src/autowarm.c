@@ -57,7 +57,7 @@
 #include "dumpfile.h"
 #include "restore.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 #include "worker.h"
 #include "workload.h"
 

@@ -96,7 +96,7 @@
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
-#include "shmem.h"
+#include "operation.h"
 #include "worker.h"
 
 /*

@@ -45,7 +45,7 @@
 #include "oscache.h"
 #include "runcodec.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256

@@ -8,7 +8,7 @@
  * The restore reads the saved set sequentially, hottest first, at the
  * device's rate: its time is the set's size over the read rate of this
  * server's last restore of the saved file that read enough from the device
- * (WC_RATE_MIN_BYTES; restore.c keeps it), or over a probe's.
+ * (WC_RATE_MIN_BYTES; restore.c reports each), or over a probe's.
  *
  * Without it, queries bring the pages back one miss at a time.  The model
  * is the seed article's: with P pages touched at random, the share cached
@@ -53,6 +53,8 @@
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -62,7 +64,7 @@
 #include "oscache.h"
 #include "saved_set.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 
 /* Bytes the probe reads sequentially, at most. */
 #define WC_PROBE_READ_BYTES		(128 * 1024 * 1024)
@@ -86,6 +88,38 @@
 /* A probe's result serves this long; a probe running longer is dead. */
 #define WC_PROBE_EVERY_S		600
 #define WC_PROBE_STALE_S		60
+
+/*
+ * The least a restore of the saved file must read from the device for its
+ * rate to time the next one.
+ */
+#define WC_RATE_MIN_BYTES	((uint64) 64 * 1024 * 1024)
+
+/*
+ * What the estimate keeps in shared memory: the read rate of this server's
+ * last restore of the saved file that read enough from the device
+ * (restore.c reports each, wc_estimate_note_restore_rate()), and the last
+ * probe, so that asking more often makes the server read nothing more.
+ * The spinlock guards every field; it is held only to copy them, never
+ * across I/O or anything that may fail.
+ */
+typedef struct EstimateShared
+{
+	slock_t		mutex;
+	TimestampTz restore_rate_at;	/* when that restore began, or 0 */
+	double		restore_rate_mb_s;
+	int64		restore_rate_bytes; /* what it read */
+	TimestampTz probe_at;		/* when the last probe began, or 0 */
+	TimestampTz probe_running_since;	/* a probe runs (a backend that
+										 * exits while it runs leaves it
+										 * set: stale after a minute) */
+	double		probe_read_mb_s;	/* sequential reads: rate, or -1 */
+	int64		probe_read_bytes;
+	double		probe_random_ms;	/* random reads: mean time, or -1 */
+	int			probe_random_reads;
+} EstimateShared;
+
+static EstimateShared *estimate_shared = NULL;
 
 /*
  * The longest each part of the probe reads, and how long it reads before
@@ -505,6 +539,49 @@ probe_device(ProbeResult *result)
 	time_random_reads(drawn, ndrawn, &scratch, result);
 }
 
+/* The shared memory of the estimate (shmem.c). */
+Size
+wc_estimate_shmem_size(void)
+{
+	return MAXALIGN(sizeof(EstimateShared));
+}
+
+/* Attach to it, making it at the first start (shmem.c). */
+void
+wc_estimate_shmem_init(void)
+{
+	bool		found;
+
+	estimate_shared = ShmemInitStruct("pg_warmcache estimate",
+									  sizeof(EstimateShared), &found);
+	if (!found)
+	{
+		memset(estimate_shared, 0, sizeof(EstimateShared));
+		SpinLockInit(&estimate_shared->mutex);
+	}
+}
+
+/*
+ * A restore of the saved file, begun at started, made the kernel read
+ * bytes from the device in seconds (restore.c, which calls only where it
+ * knows that, and where no rate cap set the rate): if it read enough for
+ * its rate to say something of the device, the next estimate times the
+ * saved set by it.  A restore that found most of its blocks in a cache
+ * reads too little.
+ */
+void
+wc_estimate_note_restore_rate(TimestampTz started, uint64 bytes,
+							  double seconds)
+{
+	if (bytes < WC_RATE_MIN_BYTES || seconds <= 0.001)
+		return;
+	SpinLockAcquire(&estimate_shared->mutex);
+	estimate_shared->restore_rate_at = started;
+	estimate_shared->restore_rate_bytes = (int64) bytes;
+	estimate_shared->restore_rate_mb_s = bytes / (1024.0 * 1024.0) / seconds;
+	SpinLockRelease(&estimate_shared->mutex);
+}
+
 /*
  * The probe's figures: the last probe's if it began less than
  * WC_PROBE_EVERY_S ago, else a new one, unless a restore or another probe
@@ -516,20 +593,37 @@ static void
 get_probe(ProbeResult *result, TimestampTz *at, const char **why)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	bool		restoring = wc_operation_state() == WC_STATE_RESTORING;
+	TimestampTz running_since;
+	bool		fresh;
 	bool		run = false;
 
 	*why = NULL;
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	*at = wc_shared->probe_at;
-	result->read_mb_s = wc_shared->probe_read_mb_s;
-	result->read_bytes = wc_shared->probe_read_bytes;
-	result->random_ms = wc_shared->probe_random_ms;
-	result->random_reads = wc_shared->probe_random_reads;
-	if (*at != 0 &&
-		!TimestampDifferenceExceeds(*at, now, WC_PROBE_EVERY_S * 1000))
+	SpinLockAcquire(&estimate_shared->mutex);
+	*at = estimate_shared->probe_at;
+	running_since = estimate_shared->probe_running_since;
+	result->read_mb_s = estimate_shared->probe_read_mb_s;
+	result->read_bytes = estimate_shared->probe_read_bytes;
+	result->random_ms = estimate_shared->probe_random_ms;
+	result->random_reads = estimate_shared->probe_random_reads;
+	fresh = *at != 0 &&
+		!TimestampDifferenceExceeds(*at, now, WC_PROBE_EVERY_S * 1000);
+	if (!fresh && !restoring)
 	{
-		if (wc_shared->probe_running_since != 0 &&
-			!TimestampDifferenceExceeds(wc_shared->probe_running_since, now,
+		/* Counted from now, whatever becomes of it. */
+		estimate_shared->probe_at = *at = now;
+		estimate_shared->probe_running_since = now;
+		estimate_shared->probe_read_mb_s = estimate_shared->probe_random_ms = -1;
+		estimate_shared->probe_read_bytes = 0;
+		estimate_shared->probe_random_reads = 0;
+		run = true;
+	}
+	SpinLockRelease(&estimate_shared->mutex);
+
+	if (fresh)
+	{
+		if (running_since != 0 &&
+			!TimestampDifferenceExceeds(running_since, now,
 										WC_PROBE_STALE_S * 1000))
 			*why = "another session is timing the device: ask again in a few seconds";
 		else if (result->read_mb_s < 0 && result->random_ms < 0)
@@ -537,19 +631,8 @@ get_probe(ProbeResult *result, TimestampTz *at, const char **why)
 							timestamptz_to_str(*at),
 							timestamptz_to_str(TimestampTzPlusMilliseconds(*at, WC_PROBE_EVERY_S * 1000)));
 	}
-	else if (wc_shared->state == WC_STATE_RESTORING)
+	else if (restoring)
 		*why = "a restore is running, and a probe would time the two together";
-	else
-	{
-		/* Counted from now, whatever becomes of it. */
-		wc_shared->probe_at = *at = now;
-		wc_shared->probe_running_since = now;
-		wc_shared->probe_read_mb_s = wc_shared->probe_random_ms = -1;
-		wc_shared->probe_read_bytes = 0;
-		wc_shared->probe_random_reads = 0;
-		run = true;
-	}
-	LWLockRelease(wc_shared->lock);
 	if (!run)
 		return;
 
@@ -559,18 +642,18 @@ get_probe(ProbeResult *result, TimestampTz *at, const char **why)
 	}
 	PG_FINALLY();
 	{
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->probe_running_since = 0;
-		LWLockRelease(wc_shared->lock);
+		SpinLockAcquire(&estimate_shared->mutex);
+		estimate_shared->probe_running_since = 0;
+		SpinLockRelease(&estimate_shared->mutex);
 	}
 	PG_END_TRY();
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->probe_read_mb_s = result->read_mb_s;
-	wc_shared->probe_read_bytes = result->read_bytes;
-	wc_shared->probe_random_ms = result->random_ms;
-	wc_shared->probe_random_reads = result->random_reads;
-	LWLockRelease(wc_shared->lock);
+	SpinLockAcquire(&estimate_shared->mutex);
+	estimate_shared->probe_read_mb_s = result->read_mb_s;
+	estimate_shared->probe_read_bytes = result->read_bytes;
+	estimate_shared->probe_random_ms = result->random_ms;
+	estimate_shared->probe_random_reads = result->random_reads;
+	SpinLockRelease(&estimate_shared->mutex);
 	if (result->read_mb_s < 0 && result->random_ms < 0)
 		*why = "the OS cache holds the saved set's blocks, so there is nothing to time";
 }
@@ -622,11 +705,11 @@ wc_estimate(WarmEstimate *est)
 		NBuffers;
 	bytes = distinct * BLCKSZ;
 
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	rate_at = wc_shared->restore_rate_at;
-	rate_mb_s = wc_shared->restore_rate_mb_s;
-	rate_bytes = wc_shared->restore_rate_bytes;
-	LWLockRelease(wc_shared->lock);
+	SpinLockAcquire(&estimate_shared->mutex);
+	rate_at = estimate_shared->restore_rate_at;
+	rate_mb_s = estimate_shared->restore_rate_mb_s;
+	rate_bytes = estimate_shared->restore_rate_bytes;
+	SpinLockRelease(&estimate_shared->mutex);
 
 	get_probe(&probe, &probe_at, &why);
 

@@ -98,7 +98,7 @@
 #include "compat.h"
 #include "pacer.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 #include "workload.h"
 
 /* Blocks per read while queries wait for reads: 64 kB. */

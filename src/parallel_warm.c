@@ -47,7 +47,7 @@
  * (pg_warmcache.restore_workers) and the standby channel (one) need: the
  * caller counts the slots in use, its own kind's from pg_warmcache's own
  * bookkeeping and the others' from what pg_stat_activity shows, and
- * registers under pg_warmcache's lock, so that concurrent calls cannot
+ * registers under that bookkeeping's lock, so that concurrent calls cannot
  * both take the last slot they may (see "The budget's bookkeeping" below).
  *
  * Interrupts: workers check for interrupts in the engine's loop and while
@@ -81,6 +81,7 @@
 #include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "storage/shmem.h"
 #include "storage/smgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -90,8 +91,8 @@
 
 #include "compat.h"
 #include "parallel_warm.h"
+#include "restore.h"
 #include "settings.h"
-#include "shmem.h"
 #include "worker.h"
 
 /* Stripes: at most this many blocks, at least WC_MIN_WARM_STRIPE. */
@@ -111,6 +112,33 @@
 #define STRIPE_FREE		0
 #define STRIPE_CLAIMED	1
 #define STRIPE_DONE		2
+
+/*
+ * A warm worker that some warm() call registered and that may still hold
+ * a slot of max_worker_processes: the server-wide count of warm workers is
+ * the number of these in use.
+ */
+typedef struct WarmWorkerEntry
+{
+	int			caller_pid;		/* the call's process; 0: entry free */
+	int			pid;			/* the worker's, once the call has returned
+								 * before the worker was gone; else 0 */
+} WarmWorkerEntry;
+
+/*
+ * The warm workers that warm() calls registered, in the whole server: the
+ * bookkeeping of "The budget's bookkeeping" below.  Its lock is held to
+ * count the entries, take one or give one back, and to register a worker;
+ * nothing else is done under it.  NULL without preloading: warm() then
+ * warms alone.
+ */
+typedef struct WarmWorkerTable
+{
+	LWLock	   *lock;
+	WarmWorkerEntry entries[WC_MAX_WARM_WORKERS];
+} WarmWorkerTable;
+
+static WarmWorkerTable *worker_table = NULL;
 
 /* One stripe: its state, and once done, the blocks warmed. */
 typedef struct WarmStripe
@@ -155,11 +183,11 @@ typedef struct WarmLeader
 {
 	ParallelWarm *pw;
 	int			nworkers;		/* registered, with a handle */
-	int			nclaimed;		/* given an entry in wc_shared */
+	int			nclaimed;		/* given an entry in worker_table */
 	BackgroundWorkerHandle *handles[WC_MAX_WARM_WORKERS];
 	int			entry[WC_MAX_WARM_WORKERS]; /* worker n's entry in
-											 * wc_shared->warm_workers, or
-											 * -1 once given back or left */
+											 * worker_table, or -1 once
+											 * given back or left */
 } WarmLeader;
 
 /*
@@ -169,7 +197,7 @@ typedef struct WarmLeader
 static int
 planned_workers(Relation rel, WarmMode mode, BlockNumber count)
 {
-	if (wc_shared == NULL || wc_max_warm_workers <= 0 ||
+	if (worker_table == NULL || wc_max_warm_workers <= 0 ||
 		mode == WC_MODE_PREFETCH ||
 		count < (BlockNumber) Max(wc_min_parallel_warm_size, 2 * WC_MIN_WARM_STRIPE) ||
 		RelationUsesLocalBuffers(rel) || wc_rel_storage_is_new(rel) ||
@@ -292,7 +320,7 @@ prefault_buffers(ParallelWarm *pw)
  * use in two parts:
  *
  * - The warm workers, exactly: each registration takes an entry of
- *   wc_shared->warm_workers under pg_warmcache's lock, and the entry is
+ *   worker_table under its lock, and the entry is
  *   given back once the caller sees the worker stopped
  *   (GetBackgroundWorkerPid() with its own handle: the postmaster has then
  *   freed the slot).  A caller returns once its workers have let go of the
@@ -305,13 +333,42 @@ prefault_buffers(ParallelWarm *pw)
  * - Every other worker, roughly: the background workers in the
  *   backend-status snapshot, which is what pg_stat_activity shows, less the
  *   warm workers, plus the restore's workers registered but not yet
- *   connected (wc_shared->slots[]).  That misses a worker of another kind
- *   registered but not yet started (a parallel query's, launched at that
+ *   connected (wc_restore_workers_starting()).  That misses a worker of
+ *   another kind registered but not yet started (a parallel query's, launched at that
  *   moment) and a worker that never connects, which has no entry in the
  *   snapshot.  Then the count is a slot or two short, and a restore worker
  *   started next may find no slot and wait for one, as it does when the
  *   slots are taken by others.
  */
+
+/* The shared memory of the bookkeeping, and its lock (shmem.c). */
+Size
+wc_warm_workers_shmem_size(void)
+{
+	return MAXALIGN(sizeof(WarmWorkerTable));
+}
+
+void
+wc_warm_workers_shmem_request(void)
+{
+	RequestNamedLWLockTranche("pg_warmcache warm workers", 1);
+}
+
+/* Attach to the bookkeeping, making it at the first start (shmem.c). */
+void
+wc_warm_workers_shmem_init(void)
+{
+	bool		found;
+
+	worker_table = ShmemInitStruct("pg_warmcache warm workers",
+								   sizeof(WarmWorkerTable), &found);
+	if (!found)
+	{
+		memset(worker_table, 0, sizeof(WarmWorkerTable));
+		worker_table->lock =
+			&(GetNamedLWLockTranche("pg_warmcache warm workers"))->lock;
+	}
+}
 
 /* Whether pid is a warm worker whose slot the postmaster still holds. */
 static bool
@@ -324,7 +381,7 @@ is_warm_worker(int pid)
 
 /*
  * The warm workers that may hold a slot, in the whole server; entries no
- * worker holds any more are given back first.  pg_warmcache's lock is held
+ * worker holds any more are given back first.  its lock is held
  * exclusively.
  */
 static int
@@ -335,7 +392,7 @@ count_warm_workers(void)
 
 	for (i = 0; i < WC_MAX_WARM_WORKERS; i++)
 	{
-		WarmWorkerEntry *e = &wc_shared->warm_workers[i];
+		WarmWorkerEntry *e = &worker_table->entries[i];
 
 		if (e->caller_pid == 0)
 			continue;
@@ -354,30 +411,26 @@ count_warm_workers(void)
 /*
  * The slots of max_worker_processes that the rest of the server holds, as
  * far as can be seen (see above).  Called once per call, without
- * pg_warmcache's lock: the snapshot copies every backend's status.  It
+ * the bookkeeping's lock: the snapshot copies every backend's status.  It
  * replaces the snapshot the caller's transaction may hold, so that a
  * pg_stat_activity read later in it is fresh.
  */
 static int
 count_other_workers(void)
 {
-	int			n = 0;
-	int			i;
+	int			n;
 
 	/*
 	 * The restore's first: one that connects meanwhile is then counted
 	 * twice rather than not at all.
 	 */
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-		if (wc_shared->slots[i].registered && !wc_shared->slots[i].connected)
-			n++;
-
+	n = wc_restore_workers_starting();
 	return n + wc_count_processes(B_BG_WORKER, WC_WARM_WORKER_TYPE);
 }
 
 /*
  * Take a free entry for the caller's worker n; false if none is free.
- * pg_warmcache's lock is held exclusively.
+ * The bookkeeping's lock is held exclusively.
  */
 static bool
 claim_entry(WarmLeader *leader, int n)
@@ -386,10 +439,10 @@ claim_entry(WarmLeader *leader, int n)
 
 	for (e = 0; e < WC_MAX_WARM_WORKERS; e++)
 	{
-		if (wc_shared->warm_workers[e].caller_pid != 0)
+		if (worker_table->entries[e].caller_pid != 0)
 			continue;
-		wc_shared->warm_workers[e].caller_pid = MyProcPid;
-		wc_shared->warm_workers[e].pid = 0;
+		worker_table->entries[e].caller_pid = MyProcPid;
+		worker_table->entries[e].pid = 0;
 		leader->entry[n] = e;
 		leader->nclaimed = n + 1;
 		return true;
@@ -401,7 +454,7 @@ claim_entry(WarmLeader *leader, int n)
 static void
 give_back_entry(WarmLeader *leader, int n)
 {
-	WarmWorkerEntry *e = &wc_shared->warm_workers[leader->entry[n]];
+	WarmWorkerEntry *e = &worker_table->entries[leader->entry[n]];
 
 	Assert(e->caller_pid == MyProcPid);
 	e->caller_pid = 0;
@@ -437,7 +490,7 @@ give_back_workers(WarmLeader *leader, bool leave)
 			continue;
 		if (!locked)
 		{
-			LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+			LWLockAcquire(worker_table->lock, LW_EXCLUSIVE);
 			locked = true;
 		}
 		if (status == BGWH_STOPPED || status == BGWH_POSTMASTER_DIED)
@@ -445,12 +498,12 @@ give_back_workers(WarmLeader *leader, bool leave)
 		else
 		{
 			/* Left with pid 0 (never started), the caller's exit frees it. */
-			wc_shared->warm_workers[leader->entry[n]].pid = (int) pid;
+			worker_table->entries[leader->entry[n]].pid = (int) pid;
 			leader->entry[n] = -1;
 		}
 	}
 	if (locked)
-		LWLockRelease(wc_shared->lock);
+		LWLockRelease(worker_table->lock);
 }
 
 /*
@@ -459,7 +512,7 @@ give_back_workers(WarmLeader *leader, bool leave)
  * slots than the restore and the channel need, and (PostgreSQL checks it)
  * fewer parallel workers than max_parallel_workers.  others is what
  * count_other_workers() said.  Counting and registering happen under
- * pg_warmcache's lock, so that two calls do not both see the last slot
+ * the bookkeeping's lock, so that two calls do not both see the last slot
  * they may take.  *why says why not, for the log.
  */
 static bool
@@ -487,7 +540,7 @@ launch_worker(dsm_segment *seg, WarmLeader *leader, Oid relid, int others,
 	worker.bgw_notify_pid = MyProcPid;
 	memcpy(worker.bgw_extra, &n, sizeof(n));
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(worker_table->lock, LW_EXCLUSIVE);
 	warm_workers = count_warm_workers();
 	free_slots = max_worker_processes - others - warm_workers;
 	if (warm_workers >= wc_max_warm_workers)
@@ -504,7 +557,7 @@ launch_worker(dsm_segment *seg, WarmLeader *leader, Oid relid, int others,
 		leader->nclaimed = n;
 		*why = "max_parallel_workers run already, or no slot is free";
 	}
-	LWLockRelease(wc_shared->lock);
+	LWLockRelease(worker_table->lock);
 	return ok;
 }
 
@@ -527,8 +580,8 @@ terminate_workers(int code, Datum arg)
 	int			i;
 
 	/* An error while registering: the lock is still held. */
-	if (LWLockHeldByMe(wc_shared->lock))
-		LWLockRelease(wc_shared->lock);
+	if (LWLockHeldByMe(worker_table->lock))
+		LWLockRelease(worker_table->lock);
 
 	HOLD_INTERRUPTS();
 	for (i = 0; i < leader->nworkers; i++)

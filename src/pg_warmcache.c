@@ -5,7 +5,7 @@
  *
  * Every process that loads the library defines the settings (settings.c).
  * Loaded through shared_preload_libraries, the library also reserves its
- * shared state (shmem.c) and registers the autowarm worker (autowarm.c).
+ * shared memory (shmem.c) and registers the autowarm worker (autowarm.c).
  * Without preloading, warm() and warm_table() work, and the functions that
  * need the shared state say that it is missing.  The SQL functions are in
  * sql.c.

@@ -53,7 +53,7 @@
 #include "readiness.h"
 #include "restore.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 
 /* How often wc_wait_warm() looks again. */
 #define WC_READY_POLL_MS	100

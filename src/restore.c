@@ -72,10 +72,11 @@
 
 #include "compat.h"
 #include "dumpfile.h"
+#include "estimate.h"
 #include "pacer.h"
 #include "restore.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 #include "worker.h"
 
 /* Without any worker slot for this long, the restore gives up. */
@@ -1033,17 +1034,11 @@ report_end(RestoreLeader *leader)
 		 * What warmcache_estimate() predicts the next restore by: what the
 		 * workers read from the device over the restore's duration.  Not
 		 * where that is not known, nor under a rate cap, which sets the
-		 * rate; and a restore that found most of its blocks in a cache says
-		 * little of the device.
+		 * rate.
 		 */
 		if (pg_atomic_read_u32(&wc_shared->restore_device_unknown) == 0 &&
-			wc_max_restore_rate == 0 &&
-			read >= WC_RATE_MIN_BYTES && elapsed > 0.001)
-		{
-			wc_shared->restore_rate_at = started;
-			wc_shared->restore_rate_bytes = (int64) read;
-			wc_shared->restore_rate_mb_s = read / (1024.0 * 1024.0) / elapsed;
-		}
+			wc_max_restore_rate == 0)
+			wc_estimate_note_restore_rate(started, read, elapsed);
 
 		/* Come back to what a command kept out, a few times. */
 		wc_shared->restore_retry_at = 0;
@@ -1097,6 +1092,23 @@ report_end(RestoreLeader *leader)
 					   pg_atomic_read_u64(&wc_shared->restore_cpu_us) / 1000000.0,
 					   incomplete ? " The saved block list is kept: " : "",
 					   incomplete ? leader->reason : "")));
+}
+
+/*
+ * The restore workers registered but not yet connected, which
+ * pg_stat_activity does not show yet: for warm()'s count of the worker
+ * slots in use (parallel_warm.c).  Read without a lock, as a hint.
+ */
+int
+wc_restore_workers_starting(void)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
+		if (wc_shared->slots[i].registered && !wc_shared->slots[i].connected)
+			n++;
+	return n;
 }
 
 /* The file a restore reads. */

@@ -63,7 +63,7 @@
 #include "pacer.h"
 #include "restore.h"
 #include "runcodec.h"
-#include "shmem.h"
+#include "operation.h"
 #include "workload.h"
 
 /* Runs handed to the engine at once (one relation fork). */

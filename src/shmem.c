@@ -1,21 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *		The module's shared state: its place in shared memory, and the
- *		state changes that begin and end a dump or a restore.
+ *		The module's shared memory: the sum of what each part asks for,
+ *		and the call that lets each part attach to its own.
  *
- * Loaded through shared_preload_libraries, the module reserves a small
- * shared state (shmem.h: WarmShared).  Without preloading there is none,
- * and the functions that need it say so (wc_require_shared()).
- *
- * Dumps and restores exclude each other: the state field says which one
- * runs, under the module's LWLock, and a condition variable wakes whoever
- * waits for it to change.  A dump asked for while another runs waits for
- * it; a dump asked for during a restore is refused, because it would
- * replace the saved set with the part restored so far.
- *
- * Nothing here calls any other module: every other module that uses the
- * shared state sits above this one.
+ * Each part that keeps state in shared memory owns it: it says how much it
+ * needs (its _shmem_size()), makes or attaches to it (its _shmem_init()),
+ * and other parts reach it only through its functions.  This file, like
+ * PostgreSQL's ipci.c, knows nothing of what they keep.  Without
+ * preloading nothing is reserved, and the functions that need the state
+ * say so (wc_require_shared()).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -28,13 +22,13 @@
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
+#include "estimate.h"
+#include "operation.h"
+#include "parallel_warm.h"
 #include "shmem.h"
-
-WarmShared *wc_shared = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -58,197 +52,27 @@ wc_reserve_shared(void)
 static void
 wc_shmem_request(void)
 {
+	Size		size = 0;
+
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WarmShared)));
-	RequestNamedLWLockTranche("pg_warmcache", 1);
+	size = add_size(size, wc_operation_shmem_size());
+	size = add_size(size, wc_estimate_shmem_size());
+	size = add_size(size, wc_warm_workers_shmem_size());
+	RequestAddinShmemSpace(size);
+	wc_operation_shmem_request();
+	wc_warm_workers_shmem_request();
 }
 
 static void
 wc_shmem_startup(void)
 {
-	bool		found;
-
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wc_shared = ShmemInitStruct("pg_warmcache", sizeof(WarmShared), &found);
-	if (!found)
-	{
-		int			i;
-
-		memset(wc_shared, 0, sizeof(WarmShared));
-		wc_shared->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
-		ConditionVariableInit(&wc_shared->cv);
-		wc_shared->state = WC_STATE_IDLE;
-		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_os_tier_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_buffer_tier_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_cpu_us, 0);
-		pg_atomic_init_u64(&wc_shared->restore_found_cached, 0);
-		pg_atomic_init_u64(&wc_shared->restore_device_bytes, 0);
-		pg_atomic_init_u32(&wc_shared->restore_device_unknown, 0);
-		pg_atomic_init_u32(&wc_shared->db_command_pending, 0);
-		for (i = 0; i < WC_SKIP_REASONS; i++)
-			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
-		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
-		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
-		SpinLockInit(&wc_shared->restore_advice.mutex);
-		wc_shared->restore_advice.count_members = true;
-		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
-	}
+	wc_operation_shmem_init();
+	wc_estimate_shmem_init();
+	wc_warm_workers_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * Functions that need the shared state call this first.
- */
-void
-wc_require_shared(void)
-{
-	if (wc_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_warmcache must be loaded via \"shared_preload_libraries\""),
-				 errhint("Add pg_warmcache to \"shared_preload_libraries\" and restart the server.")));
-}
-
-/*
- * Begin a dump or a restore: the only way out of the idle state.  A dump
- * begins only if no restore is running or requested (it would replace the
- * saved set with the part restored so far); with wait, it waits for
- * another dump to end instead of giving up.  A restore, which the autowarm
- * worker begins on a request, only needs the idle state.  take_request
- * clears a request for a restore of the saved file, take_follow a pass due
- * over a new followed file: from then on the state says it.  Returns
- * whether the operation began; its process then owns it until
- * wc_end_operation().
- */
-static bool
-begin_operation(WarmState operation, bool wait, bool take_request,
-				bool take_follow)
-{
-	bool		begun = false;
-
-	Assert(operation != WC_STATE_IDLE);
-	for (;;)
-	{
-		WarmState	cur;
-
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		cur = wc_shared->state;
-		if (cur == WC_STATE_IDLE &&
-			(operation == WC_STATE_RESTORING || !wc_shared->restore_requested))
-		{
-			wc_shared->state = operation;
-			wc_shared->owner_pid = MyProcPid;
-			if (operation == WC_STATE_RESTORING)
-				wc_shared->restore_begun_at = GetCurrentTimestamp();
-			if (take_request)
-				wc_shared->restore_requested = false;	/* taken on */
-			if (take_follow)
-				wc_shared->follow_pass_due = false;
-			begun = true;
-		}
-		LWLockRelease(wc_shared->lock);
-
-		if (begun || !wait || cur != WC_STATE_DUMPING ||
-			operation != WC_STATE_DUMPING)
-			break;
-		ConditionVariableSleep(&wc_shared->cv, PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
-	return begun;
-}
-
-bool
-wc_begin_operation(WarmState operation, bool wait)
-{
-	return begin_operation(operation, wait, operation == WC_STATE_RESTORING,
-						   false);
-}
-
-/*
- * Begin a restore of the given source.  Only a restore of the saved file
- * takes on a request for one: a standby's pass over the followed set
- * leaves it for the next turn of the worker's loop.  A pass, or the load at
- * promotion, takes on the pass due over a new followed file.
- */
-bool
-wc_begin_restore(RestoreSource source)
-{
-	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED,
-						   source != WC_SOURCE_SAVED);
-}
-
-/*
- * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored (readiness.c), which
- * leaves out those past the restore limit that the limit skips.  total
- * is its restore_blocks_total; the counters are read as they are.
- */
-double
-wc_restore_fraction(int64 total)
-{
-	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	int64		can;
-
-	can = total -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
-	if (can <= 0)
-		return 1.0;
-	return Min((double) done / (double) can, 1.0);
-}
-
-/*
- * At the end of a restore, in the process that ran it, with the module's
- * lock held exclusively: a standby's finished pass over the followed set
- * gives its fraction, which readiness.c reports until the next pass ends.
- * A pass that stopped early (promotion, follow_primary turned off) counted
- * only part of the set; the previous pass's figure stands if it is larger.
- */
-static void
-note_followed_pass_end(void)
-{
-	double		f;
-	uint64		handled;
-	int64		total = wc_shared->restore_blocks_total;
-
-	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
-		wc_shared->restore_finished_at == 0 ||
-		wc_shared->restore_started_at < wc_shared->restore_begun_at)
-		return;					/* it ended before it began counting */
-	f = wc_restore_fraction(total);
-	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
-	if ((int64) handled < total && wc_shared->followed_pass_done)
-		f = Max(f, wc_shared->followed_fraction);
-	wc_shared->followed_fraction = f;
-	wc_shared->followed_pass_done = true;
-}
-
-/*
- * End the dump or restore this process began: back to idle, and wake
- * whoever waits for the state to change.
- */
-void
-wc_end_operation(void)
-{
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	Assert(wc_shared->owner_pid == MyProcPid);
-	if (wc_shared->state == WC_STATE_RESTORING)
-		note_followed_pass_end();
-	wc_shared->state = WC_STATE_IDLE;
-	wc_shared->owner_pid = 0;
-	LWLockRelease(wc_shared->lock);
-	ConditionVariableBroadcast(&wc_shared->cv);
 }

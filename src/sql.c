@@ -49,7 +49,7 @@
 #include "restore.h"
 #include "saved_set.h"
 #include "settings.h"
-#include "shmem.h"
+#include "operation.h"
 #include "warm.h"
 
 PG_FUNCTION_INFO_V1(warm);

@@ -30,7 +30,7 @@
 
 #include "compat.h"
 #include "pg_internals.h"
-#include "shmem.h"
+#include "operation.h"
 #include "workload.h"
 
 static bool
