@@ -15,6 +15,8 @@
 #ifndef PG_WARMCACHE_CHANNEL_H
 #define PG_WARMCACHE_CHANNEL_H
 
+#include "datatype/timestamp.h"
+
 /* The database where the channel's table lives, on every server. */
 #define WC_CHANNEL_DATABASE		"postgres"
 #define WC_CHANNEL_TABLE		"warmcache_published"
@@ -31,7 +33,7 @@ typedef enum PublishOutcome
 
 /*
  * What the channel workers remember from one start to the next, in the
- * module's shared memory (WarmShared): so that a table that stays locked
+ * channel's shared memory: so that a table that stays locked
  * or unusable is logged once, not at every try, and a publication found
  * unusable is not read again.
  */
@@ -59,6 +61,19 @@ typedef enum FollowState
 	WC_FOLLOW_PROMOTED			/* the standby was promoted */
 } FollowState;
 
+/* What warmcache_status() and readiness report of the channel. */
+typedef struct ChannelStatus
+{
+	FollowState follow_state;
+	TimestampTz followed_dumped_at;
+	int64		followed_blocks;
+} ChannelStatus;
+
+extern Size wc_channel_shmem_size(void);
+extern void wc_channel_shmem_init(void);
+extern void wc_channel_status(ChannelStatus *status);
+extern void wc_channel_note_promoted(void);
+extern bool wc_publish_pending(void);
 extern const char *wc_follow_state_name(FollowState state);
 
 /* Called by the autowarm worker. */

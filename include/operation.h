@@ -20,7 +20,6 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "channel.h"
 #include "engine.h"
 #include "restore.h"
 
@@ -61,11 +60,6 @@ typedef struct WarmShared
 	Latch	   *worker_latch;
 	bool		startup_done;	/* the start-up restore was decided */
 
-	/* last dump */
-	TimestampTz last_dump_at;
-	int64		last_dump_blocks;
-	double		last_dump_seconds;
-
 	/* restore requests, from SQL to the worker */
 	bool		restore_requested;
 	WarmMode	request_mode;
@@ -91,13 +85,8 @@ typedef struct WarmShared
 	WarmMode	restore_retry_mode;
 	int			restore_retries;	/* of that restore, so far */
 
-	/* the standby channel (channel.c) */
-	bool		publish_pending;	/* a dump waits to be published */
-	uint64		publish_seq;	/* dumps that set publish_pending */
-	FollowState follow_state;	/* on a standby: what the channel found */
-	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
-	bool		follow_pass_due;	/* a new followed file waits for its pass */
-	int64		followed_blocks;	/* the blocks it holds */
+	/* On a standby: a new followed file waits for its pass (channel.c). */
+	bool		follow_pass_due;
 	int64		followed_os_tier;	/* of those, the OS tier's */
 	int64		followed_warm;	/* restored by the last pass */
 	int64		followed_os_tier_warm;	/* of those, the OS tier's */
@@ -150,7 +139,6 @@ typedef struct WarmShared
 
 	RestoreSlot slots[WC_MAX_RESTORE_WORKERS];
 
-	ChannelNotes channel_notes; /* the channel workers' memory (channel.c) */
 } WarmShared;
 
 extern WarmShared *wc_shared;
@@ -159,6 +147,11 @@ extern Size wc_operation_shmem_size(void);
 extern void wc_operation_shmem_request(void);
 extern void wc_operation_shmem_init(void);
 extern void wc_require_shared(void);
+extern void wc_status_lock(LWLockMode mode);
+extern void wc_status_unlock(void);
+extern void wc_note_follow_pass_due(void);
+extern bool wc_follow_pass_is_due(void);
+extern void wc_wake_worker(void);
 extern WarmState wc_operation_state(void);
 extern bool wc_begin_operation(WarmState operation, bool wait);
 extern bool wc_begin_restore(RestoreSource source);

@@ -249,9 +249,7 @@ load_at_promotion(void)
 
 	if (wc_follow_primary == WC_FOLLOW_OFF || access(WC_FOLLOWED_FILE, F_OK) != 0)
 		return true;
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->follow_state = WC_FOLLOW_PROMOTED;
-	LWLockRelease(wc_shared->lock);
+	wc_channel_note_promoted();
 	if (!wc_begin_restore(WC_SOURCE_PROMOTION))
 		return false;
 	ereport(LOG,
@@ -388,11 +386,11 @@ pg_warmcache_main(Datum arg)
 				continue;
 			timeout = 100;		/* a dump runs; it ends soon */
 		}
-		else if (!in_recovery && wc_shared->publish_pending)
+		else if (!in_recovery && wc_publish_pending())
 		{
 			wc_publish();
 			MemoryContextReset(cxt);
-			if (wc_shared->publish_pending)
+			if (wc_publish_pending())
 				timeout = 5000;	/* not now: no standby, or busy */
 		}
 

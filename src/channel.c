@@ -79,6 +79,7 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
+#include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -111,6 +112,25 @@
  * catalogs (on a standby, replay of a VACUUM FULL of one holds them).
  */
 #define WC_CHANNEL_LOCK_TIMEOUT "2s"
+
+/*
+ * The channel's shared state.  Its plain fields are written only with the
+ * status lock held exclusively (operation.h), so that warmcache_status()
+ * reports them with the rest; the notes are the channel workers' (see
+ * channel_notes()).
+ */
+typedef struct ChannelShared
+{
+	uint64		published_dumps;	/* the dumps (DumpStatus.dumps) dealt
+									 * with: published, or with nowhere to
+									 * be published */
+	FollowState follow_state;	/* on a standby: what the channel found */
+	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
+	int64		followed_blocks;	/* the blocks it holds */
+	ChannelNotes notes;
+} ChannelShared;
+
+static ChannelShared *channel = NULL;
 
 /* What a channel worker is started for. */
 typedef enum ChannelJob
@@ -192,10 +212,10 @@ set_follow_state(FollowState state, const char *problem, bool again)
 {
 	FollowState old;
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	old = wc_shared->follow_state;
-	wc_shared->follow_state = state;
-	LWLockRelease(wc_shared->lock);
+	wc_status_lock(LW_EXCLUSIVE);
+	old = channel->follow_state;
+	channel->follow_state = state;
+	wc_status_unlock();
 	if (old == state && !again)
 		return;
 
@@ -259,14 +279,14 @@ set_follow_state(FollowState state, const char *problem, bool again)
 }
 
 /*
- * The channel's notes, in the module's shared memory.  One channel worker
- * runs at a time, and the autowarm worker that starts it waits for its
- * end, so the notes need no lock.
+ * The channel's notes, in its shared memory.  One channel worker runs at a
+ * time, and the autowarm worker that starts it waits for its end, so the
+ * notes need no lock.
  */
 static ChannelNotes *
 channel_notes(void)
 {
-	return &wc_shared->channel_notes;
+	return &channel->notes;
 }
 
 /*
@@ -413,6 +433,65 @@ channel_database(bool *exists, bool *locked)
 	return found;
 }
 
+/* The shared memory of the channel (shmem.c). */
+Size
+wc_channel_shmem_size(void)
+{
+	return MAXALIGN(sizeof(ChannelShared));
+}
+
+/* Attach to it, making it at the first start (shmem.c). */
+void
+wc_channel_shmem_init(void)
+{
+	bool		found;
+
+	channel = ShmemInitStruct("pg_warmcache channel", sizeof(ChannelShared),
+							  &found);
+	if (!found)
+		memset(channel, 0, sizeof(ChannelShared));
+}
+
+/* What the channel found and follows; the status lock is held. */
+void
+wc_channel_status(ChannelStatus *status)
+{
+	status->follow_state = channel->follow_state;
+	status->followed_dumped_at = channel->followed_dumped_at;
+	status->followed_blocks = channel->followed_blocks;
+}
+
+/* The standby was promoted: it follows no primary any more. */
+void
+wc_channel_note_promoted(void)
+{
+	wc_status_lock(LW_EXCLUSIVE);
+	channel->follow_state = WC_FOLLOW_PROMOTED;
+	wc_status_unlock();
+}
+
+/* Whether a dump waits to be published. */
+bool
+wc_publish_pending(void)
+{
+	DumpStatus	dump;
+
+	wc_status_lock(LW_SHARED);
+	wc_dump_status(&dump);
+	wc_status_unlock();
+	return dump.dumps != channel->published_dumps;
+}
+
+/* The dumps up to the seq'th are dealt with, unless later ones were. */
+static void
+note_published(uint64 seq)
+{
+	wc_status_lock(LW_EXCLUSIVE);
+	if (channel->published_dumps < seq)
+		channel->published_dumps = seq;
+	wc_status_unlock();
+}
+
 /*
  * On a primary, after a dump: publish it, if one waits to be and a standby
  * streams from this server.
@@ -421,6 +500,7 @@ void
 wc_publish(void)
 {
 	ChannelNotes *notes = channel_notes();
+	DumpStatus	dump;
 	bool		now;
 	bool		pending;
 	bool		exists;
@@ -433,12 +513,13 @@ wc_publish(void)
 	 */
 	now = XLogStandbyInfoActive() && !RecoveryInProgress() &&
 		standby_streaming();
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	pending = wc_shared->publish_pending && now;
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_dump_status(&dump);
+	seq = dump.dumps;
+	pending = seq != channel->published_dumps && now;
 	if (!XLogStandbyInfoActive())
-		wc_shared->publish_pending = false;
-	seq = wc_shared->publish_seq;
-	LWLockRelease(wc_shared->lock);
+		channel->published_dumps = seq;
+	wc_status_unlock();
 	if (!pending)
 		return;
 
@@ -457,10 +538,7 @@ wc_publish(void)
 				note_publish_outcome(notes, WC_PUBLISH_FAILED, NULL);
 			if (notes->publish_handled)
 			{
-				LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-				if (wc_shared->publish_seq == seq)
-					wc_shared->publish_pending = false;
-				LWLockRelease(wc_shared->lock);
+				note_published(seq);
 			}
 			return;
 		}
@@ -470,10 +548,7 @@ wc_publish(void)
 	if (!exists && !locked)
 	{
 		/* No database postgres: nowhere to publish. */
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		if (wc_shared->publish_seq == seq)
-			wc_shared->publish_pending = false;
-		LWLockRelease(wc_shared->lock);
+		note_published(seq);
 	}
 	/* Else wanted by a command, locked, or no worker slot: at the next look. */
 }
@@ -501,9 +576,7 @@ wc_fetch_followed(void)
 	if (!run_channel_worker(WC_CHANNEL_FETCH))
 		return false;
 	/* Cleared when the pass begins (wc_begin_restore), not here. */
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	fresh = wc_shared->follow_pass_due;
-	LWLockRelease(wc_shared->lock);
+	fresh = wc_follow_pass_is_due();
 	return fresh;
 }
 
@@ -1325,11 +1398,11 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 		return false;
 
 	/* Is the followed file one of them? */
-	if (wc_shared->followed_dumped_at != 0 &&
+	if (channel->followed_dumped_at != 0 &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		for (i = ndeltas - 1; i >= 0; i--)
-			if (times[i] == wc_shared->followed_dumped_at)
+			if (times[i] == channel->followed_dumped_at)
 			{
 				from = i;
 				break;
@@ -1433,7 +1506,7 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		return;
 	}
 	systable_endscan_ordered(scan);
-	if (n <= 0 && dumped_at == wc_shared->followed_dumped_at &&
+	if (n <= 0 && dumped_at == channel->followed_dumped_at &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		/* Followed already: say so again if the last look could not tell. */
@@ -1483,11 +1556,11 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		 timestamptz_to_str(dumped_at),
 		 whole ? "the full publication read" : "the followed file kept",
 		 applied);
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->followed_dumped_at = hdr.dumped_at;
-	wc_shared->followed_blocks = (int64) hdr.nblocks;
-	wc_shared->follow_pass_due = true;
-	LWLockRelease(wc_shared->lock);
+	wc_status_lock(LW_EXCLUSIVE);
+	channel->followed_dumped_at = hdr.dumped_at;
+	channel->followed_blocks = (int64) hdr.nblocks;
+	wc_note_follow_pass_due();
+	wc_status_unlock();
 	set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 }
 
@@ -1513,7 +1586,7 @@ distrust_publication(ChannelTable *ct, ChannelNotes *notes)
 	first = systable_getnext_ordered(scan, ForwardScanDirection);
 	if (HeapTupleIsValid(first) &&
 		row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data) &&
-		dumped_at != wc_shared->followed_dumped_at)
+		dumped_at != channel->followed_dumped_at)
 		notes->refused_dumped_at = dumped_at;
 	systable_endscan_ordered(scan);
 }

@@ -39,6 +39,7 @@
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
 #include "utils/timestamp.h"
 
 #include "dumpfile.h"
@@ -46,6 +47,13 @@
 #include "runcodec.h"
 #include "settings.h"
 #include "operation.h"
+
+/*
+ * The last dump's figures, for warmcache_status() and for the channel,
+ * which publishes each new dump to standbys.  Written under the status lock
+ * held exclusively (operation.h), by the process that dumped.
+ */
+static DumpStatus *dump_status = NULL;
 
 /* Runs read from the file at once, by a merge input or a reader. */
 #define WC_MERGE_BUF		256
@@ -424,6 +432,47 @@ refuse_if_unusable(const RunWriter *w)
 						   WC_DUMP_FILE)));
 }
 
+/* The shared memory of the last dump's figures (shmem.c). */
+Size
+wc_dump_shmem_size(void)
+{
+	return MAXALIGN(sizeof(DumpStatus));
+}
+
+/* Attach to them, making them at the first start (shmem.c). */
+void
+wc_dump_shmem_init(void)
+{
+	bool		found;
+
+	dump_status = ShmemInitStruct("pg_warmcache dump", sizeof(DumpStatus),
+								  &found);
+	if (!found)
+		memset(dump_status, 0, sizeof(DumpStatus));
+}
+
+/* The last dump's figures; the status lock is held. */
+void
+wc_dump_status(DumpStatus *status)
+{
+	*status = *dump_status;
+}
+
+/*
+ * The saved file that a restore found, written before this start: the
+ * status shows it as the last dump, with no duration, until a dump of this
+ * start replaces it.  The status lock is held exclusively.
+ */
+void
+wc_note_saved_dump(const WarmFileHeader *hdr)
+{
+	if (dump_status->last_dump_at != 0)
+		return;
+	dump_status->last_dump_at = hdr->dumped_at;
+	dump_status->last_dump_blocks = (int64) hdr->nblocks;
+	dump_status->last_dump_seconds = -1;	/* not known: shown as null */
+}
+
 /*
  * Dump the identities of the blocks in shared buffers to the dump file.
  * The shutdown dump includes unlogged relations' blocks (after a crash
@@ -438,7 +487,6 @@ refuse_if_unusable(const RunWriter *w)
 int64
 wc_dump(bool shutdown, int64 min_blocks)
 {
-	Latch	   *latch;
 	TimestampTz start = GetCurrentTimestamp();
 	DumpJob		job;
 	int64		result = 0;
@@ -482,16 +530,13 @@ wc_dump(bool shutdown, int64 min_blocks)
 		return result;
 
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->last_dump_at = start;
-	wc_shared->last_dump_blocks = (int64) job.out.nblocks;
-	wc_shared->last_dump_seconds = secs + usecs / 1000000.0;
-	wc_shared->publish_pending = true;	/* for standbys: channel.c */
-	wc_shared->publish_seq++;
-	latch = wc_shared->worker_latch;
-	LWLockRelease(wc_shared->lock);
-	if (latch && latch != MyLatch)
-		SetLatch(latch);
+	wc_status_lock(LW_EXCLUSIVE);
+	dump_status->last_dump_at = start;
+	dump_status->last_dump_blocks = (int64) job.out.nblocks;
+	dump_status->last_dump_seconds = secs + usecs / 1000000.0;
+	dump_status->dumps++;		/* for standbys: channel.c publishes it */
+	wc_status_unlock();
+	wc_wake_worker();
 
 	ereport(DEBUG1,
 			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",

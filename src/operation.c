@@ -99,6 +99,63 @@ wc_require_shared(void)
 				 errhint("Add pg_warmcache to \"shared_preload_libraries\" and restart the server.")));
 }
 
+/*
+ * The status lock: this state's lock, which also guards the plain fields of
+ * the other parts' status (the last dump's, dumpfile.c; the channel's,
+ * channel.c), so that warmcache_status() and readiness report all of them
+ * as of one moment.  Each part writes its fields only with it held
+ * exclusively, and nothing is held across I/O.
+ */
+void
+wc_status_lock(LWLockMode mode)
+{
+	LWLockAcquire(wc_shared->lock, mode);
+}
+
+void
+wc_status_unlock(void)
+{
+	LWLockRelease(wc_shared->lock);
+}
+
+/*
+ * On a following standby, a new followed file waits for its pass: noted by
+ * the channel in the same update, under the status lock held exclusively,
+ * that names the new file, and taken on when the pass begins
+ * (wc_begin_restore()).
+ */
+void
+wc_note_follow_pass_due(void)
+{
+	Assert(LWLockHeldByMeInMode(wc_shared->lock, LW_EXCLUSIVE));
+	wc_shared->follow_pass_due = true;
+}
+
+/* Whether a new followed file waits for its pass. */
+bool
+wc_follow_pass_is_due(void)
+{
+	bool		due;
+
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	due = wc_shared->follow_pass_due;
+	LWLockRelease(wc_shared->lock);
+	return due;
+}
+
+/* Wake the autowarm worker, if it runs and is not this process. */
+void
+wc_wake_worker(void)
+{
+	Latch	   *latch;
+
+	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	latch = wc_shared->worker_latch;
+	LWLockRelease(wc_shared->lock);
+	if (latch && latch != MyLatch)
+		SetLatch(latch);
+}
+
 /* What the module is doing now. */
 WarmState
 wc_operation_state(void)

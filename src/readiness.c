@@ -49,6 +49,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "channel.h"
 #include "dumpfile.h"
 #include "readiness.h"
 #include "restore.h"
@@ -72,6 +73,7 @@ wc_readiness(void)
 	bool		startup_done;
 	FollowState follow_state;
 	TimestampTz started_at;
+	ChannelStatus channel;
 	TimestampTz begun_at;
 	int64		total;
 	bool		pass_done;
@@ -86,7 +88,8 @@ wc_readiness(void)
 	source = wc_shared->restore_source;
 	requested = wc_shared->restore_requested;
 	startup_done = wc_shared->startup_done;
-	follow_state = wc_shared->follow_state;
+	wc_channel_status(&channel);
+	follow_state = channel.follow_state;
 	started_at = wc_shared->restore_started_at;
 	begun_at = wc_shared->restore_begun_at;
 	total = wc_shared->restore_blocks_total;

@@ -917,13 +917,8 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	int			r;
 
 	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	if (wc_shared->last_dump_at == 0 && source == WC_SOURCE_SAVED)
-	{
-		/* The dump was written before this start: show it. */
-		wc_shared->last_dump_at = hdr->dumped_at;
-		wc_shared->last_dump_blocks = (int64) hdr->nblocks;
-		wc_shared->last_dump_seconds = -1;	/* not known: shown as null */
-	}
+	if (source == WC_SOURCE_SAVED)
+		wc_note_saved_dump(hdr);
 	wc_shared->restore_mode = mode;
 	if (source != WC_SOURCE_FOLLOWED)
 	{

@@ -25,6 +25,8 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "channel.h"
+#include "dumpfile.h"
 #include "estimate.h"
 #include "operation.h"
 #include "parallel_warm.h"
@@ -57,6 +59,8 @@ wc_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	size = add_size(size, wc_operation_shmem_size());
+	size = add_size(size, wc_dump_shmem_size());
+	size = add_size(size, wc_channel_shmem_size());
 	size = add_size(size, wc_estimate_shmem_size());
 	size = add_size(size, wc_warm_workers_shmem_size());
 	RequestAddinShmemSpace(size);
@@ -72,6 +76,8 @@ wc_shmem_startup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	wc_operation_shmem_init();
+	wc_dump_shmem_init();
+	wc_channel_shmem_init();
 	wc_estimate_shmem_init();
 	wc_warm_workers_shmem_init();
 	LWLockRelease(AddinShmemInitLock);

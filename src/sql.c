@@ -357,9 +357,7 @@ typedef struct StatusFields
 	int			worker_pid;
 	bool		restore_requested;
 	bool		abort_requested;
-	TimestampTz last_dump_at;
-	int64		last_dump_blocks;
-	double		last_dump_seconds;
+	DumpStatus	dump;
 	RestoreSource restore_source;
 	WarmMode	restore_mode;
 	bool		restore_incomplete;
@@ -369,10 +367,8 @@ typedef struct StatusFields
 	int64		restore_blocks_total;
 	int64		restore_os_tier_total;
 	Oid			restore_waiting_db;
-	FollowState follow_state;
-	TimestampTz followed_dumped_at;
+	ChannelStatus channel;
 	bool		follow_pass_due;
-	int64		followed_blocks;
 	int64		followed_os_tier;
 	int64		followed_warm;
 	int64		followed_os_tier_warm;
@@ -381,14 +377,12 @@ typedef struct StatusFields
 static void
 read_status_fields(StatusFields *s)
 {
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
+	wc_status_lock(LW_SHARED);
 	s->state = wc_shared->state;
 	s->worker_pid = wc_shared->worker_pid;
 	s->restore_requested = wc_shared->restore_requested;
 	s->abort_requested = wc_shared->abort_requested;
-	s->last_dump_at = wc_shared->last_dump_at;
-	s->last_dump_blocks = wc_shared->last_dump_blocks;
-	s->last_dump_seconds = wc_shared->last_dump_seconds;
+	wc_dump_status(&s->dump);
 	s->restore_source = wc_shared->restore_source;
 	s->restore_mode = wc_shared->restore_mode;
 	s->restore_incomplete = wc_shared->restore_incomplete;
@@ -399,14 +393,12 @@ read_status_fields(StatusFields *s)
 	s->restore_blocks_total = wc_shared->restore_blocks_total;
 	s->restore_os_tier_total = wc_shared->restore_os_tier_total;
 	s->restore_waiting_db = wc_shared->restore_waiting_db;
-	s->follow_state = wc_shared->follow_state;
-	s->followed_dumped_at = wc_shared->followed_dumped_at;
+	wc_channel_status(&s->channel);
 	s->follow_pass_due = wc_shared->follow_pass_due;
-	s->followed_blocks = wc_shared->followed_blocks;
 	s->followed_os_tier = wc_shared->followed_os_tier;
 	s->followed_warm = wc_shared->followed_warm;
 	s->followed_os_tier_warm = wc_shared->followed_os_tier_warm;
-	LWLockRelease(wc_shared->lock);
+	wc_status_unlock();
 }
 
 static Datum
@@ -497,12 +489,12 @@ warmcache_status(PG_FUNCTION_ARGS)
 	values[i++] = CStringGetTextDatum(state);
 	values[i] = Int32GetDatum(s.worker_pid);
 	nulls[i++] = (s.worker_pid == 0);
-	values[i] = ts_or_null(s.last_dump_at, &nulls[i]);
+	values[i] = ts_or_null(s.dump.last_dump_at, &nulls[i]);
 	i++;
-	values[i] = Int64GetDatum(s.last_dump_blocks);
-	nulls[i++] = (s.last_dump_at == 0);
-	values[i] = Float8GetDatum(s.last_dump_seconds);
-	nulls[i++] = (s.last_dump_at == 0 || s.last_dump_seconds < 0);
+	values[i] = Int64GetDatum(s.dump.last_dump_blocks);
+	nulls[i++] = (s.dump.last_dump_at == 0);
+	values[i] = Float8GetDatum(s.dump.last_dump_seconds);
+	nulls[i++] = (s.dump.last_dump_at == 0 || s.dump.last_dump_seconds < 0);
 	values[i] = CStringGetTextDatum(wc_mode_name(s.restore_mode));
 	nulls[i++] = !started;
 	values[i] = ts_or_null(s.restore_started_at, &nulls[i]);
@@ -548,19 +540,19 @@ warmcache_status(PG_FUNCTION_ARGS)
 	/* 1.2: what a restore read, and on a standby what it follows */
 	values[i] = CStringGetTextDatum(wc_source_name(s.restore_source));
 	nulls[i++] = !started;
-	following = wc_follow_primary != WC_FOLLOW_OFF || s.follow_state == WC_FOLLOW_PROMOTED;
-	values[i] = CStringGetTextDatum(wc_follow_state_name(s.follow_state));
+	following = wc_follow_primary != WC_FOLLOW_OFF || s.channel.follow_state == WC_FOLLOW_PROMOTED;
+	values[i] = CStringGetTextDatum(wc_follow_state_name(s.channel.follow_state));
 	nulls[i++] = !following;
-	values[i] = ts_or_null(s.followed_dumped_at, &nulls[i]);
+	values[i] = ts_or_null(s.channel.followed_dumped_at, &nulls[i]);
 	i++;
-	values[i] = Int64GetDatum(s.followed_blocks - s.followed_os_tier);
-	nulls[i++] = s.followed_dumped_at == 0;
+	values[i] = Int64GetDatum(s.channel.followed_blocks - s.followed_os_tier);
+	nulls[i++] = s.channel.followed_dumped_at == 0;
 	values[i] = Int64GetDatum(s.followed_os_tier);
-	nulls[i++] = s.followed_dumped_at == 0;
+	nulls[i++] = s.channel.followed_dumped_at == 0;
 	values[i] = Int64GetDatum(s.followed_warm);
-	nulls[i++] = s.followed_dumped_at == 0;
+	nulls[i++] = s.channel.followed_dumped_at == 0;
 	values[i] = Int64GetDatum(s.followed_os_tier_warm);
-	nulls[i++] = s.followed_dumped_at == 0;
+	nulls[i++] = s.channel.followed_dumped_at == 0;
 
 	/* 1.4: the database a restore waits for, a command wanting it */
 	values[i] = ObjectIdGetDatum(s.restore_waiting_db);
