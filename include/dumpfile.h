@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * dumpfile.h
- *		The dump file pg_warmcache.blocks: its format, writing it from the
- *		buffer headers, checking it and reading it run by run.
+ *		The dump file pg_warmcache.blocks and the files of its format:
+ *		writing, checking and reading them (dumpfile.c).
  *
  * The format itself is format.h's.
  *
@@ -63,24 +63,7 @@ typedef struct WarmRunMerge
 	bool		have[WC_RANK_SLOTS];
 } WarmRunMerge;
 
-/* The last dump of this start, or the saved file a restore found. */
-typedef struct DumpStatus
-{
-	TimestampTz last_dump_at;	/* or 0: none known */
-	int64		last_dump_blocks;
-	double		last_dump_seconds;	/* or -1: not known */
-	uint64		dumps;			/* written since the start */
-} DumpStatus;
-
-/* What wc_dump() returns when it wrote no file */
-#define WC_DUMP_KEPT		(-1)	/* the saved file holds more: kept */
-#define WC_DUMP_STOPPED		(-2)	/* stopped for a shutdown request */
-
-extern Size wc_dump_shmem_size(void);
-extern void wc_dump_shmem_init(void);
-extern void wc_dump_status(DumpStatus *status);
-extern void wc_note_saved_dump(const WarmFileHeader *hdr);
-extern int64 wc_dump(bool shutdown, int64 min_blocks);
+extern FILE *wc_open_for_writing(const char *path);
 extern uint64 wc_saved_blocks_limit(void);
 extern DumpFileStatus wc_check_file(const char *path, WarmFileHeader *hdr,
 									char **problem);

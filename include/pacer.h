@@ -20,7 +20,22 @@
 #include "utils/timestamp.h"
 
 #include "engine.h"
-#include "restore.h"
+#include "restore_shared.h"
+
+/*
+ * Where the runs of a rank stand against pg_warmcache.restore_limit: the
+ * leader finds the rank at which the saved set's buffer tier, hottest
+ * first, reaches the limit (the cut); hotter ranks are within it, colder
+ * ones past it, and the blocks of the cut's rank go into shared buffers
+ * while its share of the limit lasts (pacer.c).
+ */
+typedef enum LimitClass
+{
+	WC_LIMIT_WITHIN,			/* no limit, the OS tier, or hotter than
+								 * the cut */
+	WC_LIMIT_AT_CUT,
+	WC_LIMIT_PAST
+} LimitClass;
 
 /* Why a pacer stopped the engine. */
 typedef enum PacerStop

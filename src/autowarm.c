@@ -54,8 +54,10 @@
 
 #include "autowarm.h"
 #include "channel.h"
+#include "dump.h"
 #include "dumpfile.h"
 #include "restore.h"
+#include "restore_shared.h"
 #include "settings.h"
 #include "operation.h"
 #include "worker.h"
@@ -104,15 +106,8 @@ autowarm_cancel_handler(SIGNAL_ARGS)
 static void
 autowarm_worker_exit(int code, Datum arg)
 {
-	bool		owner;
-
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->worker_pid = 0;
-	wc_shared->worker_latch = NULL;
-	owner = wc_shared->state != WC_STATE_IDLE &&
-		wc_shared->owner_pid == MyProcPid;
-	LWLockRelease(wc_shared->lock);
-	if (owner)
+	wc_forget_worker();
+	if (wc_owns_operation())
 		wc_end_operation();
 }
 
@@ -129,9 +124,9 @@ auto_dump(bool shutdown)
 	int64		n = 0;
 	bool		failed = false;
 
-	if (!wc_begin_operation(WC_STATE_DUMPING, false))
+	if (!wc_begin_dump(false))
 		return;
-	if (wc_shared->restore_incomplete)
+	if (wc_restore_was_incomplete(NULL))
 	{
 		WarmFileHeader hdr;
 		char	   *problem;
@@ -186,9 +181,7 @@ auto_dump(bool shutdown)
 				 errdetail("The last restore did not complete and the buffer cache holds fewer blocks.")));
 	else
 	{
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->restore_incomplete = false;
-		LWLockRelease(wc_shared->lock);
+		wc_restore_forget_incomplete();
 		if (shutdown)
 			ereport(LOG,
 					(errmsg("pg_warmcache: dumped %lld blocks at shutdown", (long long) n)));
@@ -204,18 +197,7 @@ auto_dump(bool shutdown)
 static void
 retry_restore(void)
 {
-	bool		asked;
-
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_retry_at = 0;
-	asked = !wc_shared->restore_requested;
-	if (asked)
-	{
-		wc_shared->restore_requested = true;
-		wc_shared->request_mode = wc_shared->restore_retry_mode;
-	}
-	LWLockRelease(wc_shared->lock);
-	if (asked)
+	if (wc_take_restore_retry())
 		ereport(LOG,
 				(errmsg("restoring the saved file again for what a database-level command kept out of the last restore")));
 }
@@ -228,7 +210,7 @@ retry_restore(void)
 static bool
 follow_pass(void)
 {
-	if (!wc_begin_restore(WC_SOURCE_FOLLOWED))
+	if (!wc_begin_follow_pass())
 		return false;
 	wc_lead_restore(wc_follow_primary == WC_FOLLOW_BUFFER ?
 					WC_MODE_BUFFER : WC_MODE_READ, WC_SOURCE_FOLLOWED);
@@ -250,7 +232,7 @@ load_at_promotion(void)
 	if (wc_follow_primary == WC_FOLLOW_OFF || access(WC_FOLLOWED_FILE, F_OK) != 0)
 		return true;
 	wc_channel_note_promoted();
-	if (!wc_begin_restore(WC_SOURCE_PROMOTION))
+	if (!wc_begin_follow_pass())
 		return false;
 	ereport(LOG,
 			(errmsg("pg_warmcache: promoted: loading the primary's hot set into shared buffers")));
@@ -263,11 +245,7 @@ load_at_promotion(void)
 	 * the worker or the server.  Only an abort or a cancel asked for drops
 	 * it.
 	 */
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	complete = !wc_shared->restore_incomplete;
-	asked = strcmp(wc_shared->incomplete_reason, "aborted") == 0 ||
-		strcmp(wc_shared->incomplete_reason, "cancelled") == 0;
-	LWLockRelease(wc_shared->lock);
+	complete = !wc_restore_was_incomplete(&asked);
 	if (complete || asked)
 		(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
 	else
@@ -287,7 +265,6 @@ void
 pg_warmcache_main(Datum arg)
 {
 	MemoryContext cxt;
-	bool		first;
 	bool		in_recovery;
 	bool		follow_due = false;
 	TimestampTz last_dump;
@@ -306,17 +283,7 @@ pg_warmcache_main(Datum arg)
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->worker_pid = MyProcPid;
-	wc_shared->worker_latch = MyLatch;
-	first = !wc_shared->startup_done;
-	wc_shared->startup_done = true;
-	if (first && wc_autowarm)
-	{
-		wc_shared->restore_requested = true;
-		wc_shared->request_mode = (WarmMode) wc_restore_mode;
-	}
-	LWLockRelease(wc_shared->lock);
+	wc_register_worker(wc_autowarm, (WarmMode) wc_restore_mode);
 
 	/* Scratch files of a fetch or publication a crash interrupted */
 	(void) unlink(WC_FOLLOWED_TMP_FILE);
@@ -333,6 +300,7 @@ pg_warmcache_main(Datum arg)
 	while (!ShutdownRequestPending)
 	{
 		long		timeout = 60 * 1000L;
+		TimestampTz retry_at;
 
 		/* A cancel stops a restore; outside one there is nothing to stop. */
 		wc_cancel_pending = false;
@@ -343,15 +311,17 @@ pg_warmcache_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		if (wc_shared->restore_retry_at != 0 &&
-			GetCurrentTimestamp() >= wc_shared->restore_retry_at)
+		retry_at = wc_restore_retry_at();
+		if (retry_at != 0 && GetCurrentTimestamp() >= retry_at)
 			retry_restore();
 
-		if (wc_shared->restore_requested)
+		if (wc_restore_is_requested())
 		{
-			if (wc_begin_operation(WC_STATE_RESTORING, false))
+			WarmMode	mode;
+
+			if (wc_begin_requested_restore(&mode))
 			{
-				wc_lead_restore(wc_shared->request_mode, WC_SOURCE_SAVED);
+				wc_lead_restore(mode, WC_SOURCE_SAVED);
 				last_dump = GetCurrentTimestamp();
 				MemoryContextReset(cxt);
 				continue;
@@ -411,12 +381,13 @@ pg_warmcache_main(Datum arg)
 		}
 		if (in_recovery && wc_follow_primary != WC_FOLLOW_OFF)
 			timeout = Min(timeout, WC_PROMOTION_POLL_MS);
-		if (wc_shared->restore_retry_at != 0)
+		retry_at = wc_restore_retry_at();
+		if (retry_at != 0)
 		{
 			long		left;
 
 			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-												   wc_shared->restore_retry_at);
+												   retry_at);
 			timeout = Min(timeout, Max(left, 1));
 		}
 

@@ -92,6 +92,7 @@
 
 #include "channel.h"
 #include "compat.h"
+#include "dump.h"
 #include "dumpfile.h"
 #include "pacer.h"
 #include "pubdelta.h"

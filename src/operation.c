@@ -1,22 +1,31 @@
 /*-------------------------------------------------------------------------
  *
  * operation.c
- *		What the module is doing, a dump or a restore, and the state
- *		changes that begin and end one; with it, for now, the restore's and
- *		the channel's state that other modules have not yet taken over.
+ *		What the module is doing, a dump or a restore, the state changes
+ *		that begin and end one, and the requests for one.
  *
- * Loaded through shared_preload_libraries, the module reserves this state
- * (operation.h: WarmShared) with the others' (shmem.c).  Without
- * preloading there is none, and the functions that need it say so
- * (wc_require_shared()).
+ * Dumps and restores exclude each other: the state says which one runs, a
+ * condition variable wakes whoever waits for it to change.  A dump asked
+ * for while another runs waits for it; a dump asked for during a restore
+ * is refused, because it would replace the saved set with the part
+ * restored so far.  Requests go to the autowarm worker, which leads every
+ * restore: SQL asks for a restore of the saved file, or for the running
+ * one to stop; the restore asks for itself again later, for a database a
+ * command kept out; on a standby, the channel notes that a new followed
+ * file waits for its pass.  Beginning a restore takes its request, so
+ * that no failure leaves one behind that restarts the restore at every
+ * start of the worker.
  *
- * Dumps and restores exclude each other: the state field says which one
- * runs, under the module's LWLock, and a condition variable wakes whoever
- * waits for it to change.  A dump asked for while another runs waits for
- * it; a dump asked for during a restore is refused, because it would
- * replace the saved set with the part restored so far.
+ * The lock of this state is the status lock: it also guards the plain
+ * status fields of the other parts (the last dump's in dumpfile.c, the
+ * channel's in channel.c, the restore's in restore_shared.h), so that
+ * warmcache_status() and readiness report all of them as of one moment.
+ * Each part writes its fields with it held exclusively, and nothing is
+ * held across I/O.  Loops that look at one field to decide whether to go
+ * on (a restore worker at abort_requested) read it without, and see a
+ * change at their next look.
  *
- * Nothing here calls any other module: every other module that uses this
+ * Nothing here calls any other part: every other part that uses this
  * state sits above this one.
  *
  * Copyright (c) 2026, pg_warmcache developers
@@ -29,20 +38,52 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "operation.h"
 
-WarmShared *wc_shared = NULL;
+/*
+ * The operation's shared state.  Every field but cv is written only with
+ * lock held exclusively.
+ */
+typedef struct OperationShared
+{
+	LWLock	   *lock;			/* the status lock (see above) */
+	ConditionVariable cv;		/* signalled on every state change */
 
-/* The shared memory this state needs, and its lock (shmem.c). */
+	WarmState	state;
+	int			owner_pid;		/* process that began the dump or restore */
+	TimestampTz restore_begun_at;	/* when the restoring state began: a
+									 * restore started before it is the
+									 * last one */
+
+	int			worker_pid;		/* the autowarm worker */
+	Latch	   *worker_latch;
+	bool		startup_done;	/* the start-up restore was decided */
+
+	/* Requests, to the autowarm worker and to a running restore. */
+	bool		restore_requested;	/* of the saved file, in request_mode */
+	WarmMode	request_mode;
+	bool		abort_requested;
+	TimestampTz restore_retry_at;	/* when the saved file is restored again,
+									 * for what a command kept out, or 0 */
+	WarmMode	restore_retry_mode;
+	bool		follow_pass_due;	/* a new followed file waits for its
+									 * pass */
+} OperationShared;
+
+static OperationShared *op = NULL;
+
+/* The shared memory of this state, and its lock (shmem.c). */
 Size
 wc_operation_shmem_size(void)
 {
-	return MAXALIGN(sizeof(WarmShared));
+	return MAXALIGN(sizeof(OperationShared));
 }
 
 void
@@ -57,32 +98,13 @@ wc_operation_shmem_init(void)
 {
 	bool		found;
 
-	wc_shared = ShmemInitStruct("pg_warmcache", sizeof(WarmShared), &found);
+	op = ShmemInitStruct("pg_warmcache", sizeof(OperationShared), &found);
 	if (!found)
 	{
-		int			i;
-
-		memset(wc_shared, 0, sizeof(WarmShared));
-		wc_shared->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
-		ConditionVariableInit(&wc_shared->cv);
-		wc_shared->state = WC_STATE_IDLE;
-		pg_atomic_init_u64(&wc_shared->restore_blocks_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_os_tier_done, 0);
-		pg_atomic_init_u64(&wc_shared->restore_blocks_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_buffer_tier_os, 0);
-		pg_atomic_init_u64(&wc_shared->restore_cpu_us, 0);
-		pg_atomic_init_u64(&wc_shared->restore_found_cached, 0);
-		pg_atomic_init_u64(&wc_shared->restore_device_bytes, 0);
-		pg_atomic_init_u32(&wc_shared->restore_device_unknown, 0);
-		pg_atomic_init_u32(&wc_shared->db_command_pending, 0);
-		for (i = 0; i < WC_SKIP_REASONS; i++)
-			pg_atomic_init_u64(&wc_shared->restore_skipped[i], 0);
-		pg_atomic_init_u64(&wc_shared->rate_clock, 0);
-		pg_atomic_init_u64(&wc_shared->cpu_clock, 0);
-		SpinLockInit(&wc_shared->restore_advice.mutex);
-		wc_shared->restore_advice.count_members = true;
-		for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-			pg_atomic_init_u64(&wc_shared->slots[i].processed, 0);
+		memset(op, 0, sizeof(OperationShared));
+		op->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
+		ConditionVariableInit(&op->cv);
+		op->state = WC_STATE_IDLE;
 	}
 }
 
@@ -92,69 +114,49 @@ wc_operation_shmem_init(void)
 void
 wc_require_shared(void)
 {
-	if (wc_shared == NULL)
+	if (op == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_warmcache must be loaded via \"shared_preload_libraries\""),
 				 errhint("Add pg_warmcache to \"shared_preload_libraries\" and restart the server.")));
 }
 
-/*
- * The status lock: this state's lock, which also guards the plain fields of
- * the other parts' status (the last dump's, dumpfile.c; the channel's,
- * channel.c), so that warmcache_status() and readiness report all of them
- * as of one moment.  Each part writes its fields only with it held
- * exclusively, and nothing is held across I/O.
- */
+/*---- The status lock ----*/
+
 void
 wc_status_lock(LWLockMode mode)
 {
-	LWLockAcquire(wc_shared->lock, mode);
+	LWLockAcquire(op->lock, mode);
 }
 
 void
 wc_status_unlock(void)
 {
-	LWLockRelease(wc_shared->lock);
+	LWLockRelease(op->lock);
 }
 
-/*
- * On a following standby, a new followed file waits for its pass: noted by
- * the channel in the same update, under the status lock held exclusively,
- * that names the new file, and taken on when the pass begins
- * (wc_begin_restore()).
- */
+/* This state as of one moment; the status lock is held. */
 void
-wc_note_follow_pass_due(void)
+wc_operation_status(OperationStatus *status)
 {
-	Assert(LWLockHeldByMeInMode(wc_shared->lock, LW_EXCLUSIVE));
-	wc_shared->follow_pass_due = true;
+	status->state = op->state;
+	status->worker_pid = op->worker_pid;
+	status->startup_done = op->startup_done;
+	status->restore_requested = op->restore_requested;
+	status->abort_requested = op->abort_requested;
+	status->follow_pass_due = op->follow_pass_due;
+	status->restore_begun_at = op->restore_begun_at;
+	status->restore_retry_at = op->restore_retry_at;
 }
 
-/* Whether a new followed file waits for its pass. */
-bool
-wc_follow_pass_is_due(void)
+/* When the last restoring state began; the status lock is held. */
+TimestampTz
+wc_restore_begun_at(void)
 {
-	bool		due;
-
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	due = wc_shared->follow_pass_due;
-	LWLockRelease(wc_shared->lock);
-	return due;
+	return op->restore_begun_at;
 }
 
-/* Wake the autowarm worker, if it runs and is not this process. */
-void
-wc_wake_worker(void)
-{
-	Latch	   *latch;
-
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	latch = wc_shared->worker_latch;
-	LWLockRelease(wc_shared->lock);
-	if (latch && latch != MyLatch)
-		SetLatch(latch);
-}
+/*---- Dumps and restores ----*/
 
 /* What the module is doing now. */
 WarmState
@@ -162,9 +164,9 @@ wc_operation_state(void)
 {
 	WarmState	state;
 
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	state = wc_shared->state;
-	LWLockRelease(wc_shared->lock);
+	LWLockAcquire(op->lock, LW_SHARED);
+	state = op->state;
+	LWLockRelease(op->lock);
 	return state;
 }
 
@@ -181,7 +183,7 @@ wc_operation_state(void)
  */
 static bool
 begin_operation(WarmState operation, bool wait, bool take_request,
-				bool take_follow)
+				bool take_follow, WarmMode *mode)
 {
 	bool		begun = false;
 
@@ -190,102 +192,77 @@ begin_operation(WarmState operation, bool wait, bool take_request,
 	{
 		WarmState	cur;
 
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		cur = wc_shared->state;
+		LWLockAcquire(op->lock, LW_EXCLUSIVE);
+		cur = op->state;
 		if (cur == WC_STATE_IDLE &&
-			(operation == WC_STATE_RESTORING || !wc_shared->restore_requested))
+			(operation == WC_STATE_RESTORING || !op->restore_requested))
 		{
-			wc_shared->state = operation;
-			wc_shared->owner_pid = MyProcPid;
+			op->state = operation;
+			op->owner_pid = MyProcPid;
 			if (operation == WC_STATE_RESTORING)
-				wc_shared->restore_begun_at = GetCurrentTimestamp();
+				op->restore_begun_at = GetCurrentTimestamp();
 			if (take_request)
-				wc_shared->restore_requested = false;	/* taken on */
+			{
+				op->restore_requested = false;	/* taken on */
+				*mode = op->request_mode;
+			}
 			if (take_follow)
-				wc_shared->follow_pass_due = false;
+				op->follow_pass_due = false;
 			begun = true;
 		}
-		LWLockRelease(wc_shared->lock);
+		LWLockRelease(op->lock);
 
 		if (begun || !wait || cur != WC_STATE_DUMPING ||
 			operation != WC_STATE_DUMPING)
 			break;
-		ConditionVariableSleep(&wc_shared->cv, PG_WAIT_EXTENSION);
+		ConditionVariableSleep(&op->cv, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 	return begun;
 }
 
-bool
-wc_begin_operation(WarmState operation, bool wait)
-{
-	return begin_operation(operation, wait, operation == WC_STATE_RESTORING,
-						   false);
-}
-
 /*
- * Begin a restore of the given source.  Only a restore of the saved file
- * takes on a request for one: a standby's pass over the followed set
- * leaves it for the next turn of the worker's loop.  A pass, or the load at
- * promotion, takes on the pass due over a new followed file.
+ * Begin a dump, unless a restore runs or was asked for; with wait, after
+ * another dump that runs.
  */
 bool
-wc_begin_restore(RestoreSource source)
+wc_begin_dump(bool wait)
 {
-	return begin_operation(WC_STATE_RESTORING, false, source == WC_SOURCE_SAVED,
-						   source != WC_SOURCE_SAVED);
+	return begin_operation(WC_STATE_DUMPING, wait, false, false, NULL);
+}
+
+/* Whether a restore of the saved file was asked for. */
+bool
+wc_restore_is_requested(void)
+{
+	bool		requested;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	requested = op->restore_requested;
+	LWLockRelease(op->lock);
+	return requested;
 }
 
 /*
- * The fraction of the current or last restore: blocks restored or found
- * cached over those of its file that can be restored (readiness.c), which
- * leaves out those past the restore limit that the limit skips.  total
- * is its restore_blocks_total; the counters are read as they are.
+ * Begin the restore of the saved file that was asked for, taking on the
+ * request; *mode is the mode it asked for.  False if a dump runs.
  */
-double
-wc_restore_fraction(int64 total)
+bool
+wc_begin_requested_restore(WarmMode *mode)
 {
-	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	int64		can;
-
-	can = total -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) -
-		(int64) pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
-	if (can <= 0)
-		return 1.0;
-	return Min((double) done / (double) can, 1.0);
+	return begin_operation(WC_STATE_RESTORING, false, true, false, mode);
 }
 
 /*
- * At the end of a restore, in the process that ran it, with the module's
- * lock held exclusively: a standby's finished pass over the followed set
- * gives its fraction, which readiness.c reports until the next pass ends.
- * A pass that stopped early (promotion, follow_primary turned off) counted
- * only part of the set; the previous pass's figure stands if it is larger.
+ * Begin a standby's pass over the followed set, or the load at promotion,
+ * taking on the pass due over a new followed file; a request for a
+ * restore of the saved file is left for the next turn of the worker's
+ * loop.  False if a dump runs.
  */
-static void
-note_followed_pass_end(void)
+bool
+wc_begin_follow_pass(void)
 {
-	double		f;
-	uint64		handled;
-	int64		total = wc_shared->restore_blocks_total;
-
-	if (wc_shared->restore_source != WC_SOURCE_FOLLOWED ||
-		wc_shared->restore_finished_at == 0 ||
-		wc_shared->restore_started_at < wc_shared->restore_begun_at)
-		return;					/* it ended before it began counting */
-	f = wc_restore_fraction(total);
-	handled = pg_atomic_read_u64(&wc_shared->restore_blocks_done) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_GONE]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_FAILED]) +
-		pg_atomic_read_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT]);
-	if ((int64) handled < total && wc_shared->followed_pass_done)
-		f = Max(f, wc_shared->followed_fraction);
-	wc_shared->followed_fraction = f;
-	wc_shared->followed_pass_done = true;
+	return begin_operation(WC_STATE_RESTORING, false, false, true, NULL);
 }
 
 /*
@@ -295,12 +272,223 @@ note_followed_pass_end(void)
 void
 wc_end_operation(void)
 {
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	Assert(wc_shared->owner_pid == MyProcPid);
-	if (wc_shared->state == WC_STATE_RESTORING)
-		note_followed_pass_end();
-	wc_shared->state = WC_STATE_IDLE;
-	wc_shared->owner_pid = 0;
-	LWLockRelease(wc_shared->lock);
-	ConditionVariableBroadcast(&wc_shared->cv);
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	Assert(op->owner_pid == MyProcPid);
+	op->state = WC_STATE_IDLE;
+	op->owner_pid = 0;
+	LWLockRelease(op->lock);
+	ConditionVariableBroadcast(&op->cv);
+}
+
+/* Whether this process began the dump or restore that runs. */
+bool
+wc_owns_operation(void)
+{
+	bool		owner;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	owner = op->state != WC_STATE_IDLE && op->owner_pid == MyProcPid;
+	LWLockRelease(op->lock);
+	return owner;
+}
+
+/*---- The autowarm worker, and what is asked of it ----*/
+
+/*
+ * The autowarm worker has started: requests reach it through its latch.
+ * At its first start since the server's (the start-up restore is decided
+ * once), with restore_first, it asks itself for a restore of the saved
+ * file in mode, in the same update, so that readiness never sees the
+ * start decided and no restore asked for.
+ */
+void
+wc_register_worker(bool restore_first, WarmMode mode)
+{
+	bool		first;
+
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	op->worker_pid = MyProcPid;
+	op->worker_latch = MyLatch;
+	first = !op->startup_done;
+	op->startup_done = true;
+	if (first && restore_first)
+	{
+		op->restore_requested = true;
+		op->request_mode = mode;
+	}
+	LWLockRelease(op->lock);
+}
+
+/* The autowarm worker exits: nothing can reach it any more. */
+void
+wc_forget_worker(void)
+{
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	op->worker_pid = 0;
+	op->worker_latch = NULL;
+	LWLockRelease(op->lock);
+}
+
+/*
+ * Whether pid is the autowarm worker's (workload.c).  Read without the
+ * lock: a worker that starts or ends meanwhile is seen at the next look.
+ */
+bool
+wc_is_autowarm_worker(int pid)
+{
+	return pid != 0 && pid == op->worker_pid;
+}
+
+/* Wake the autowarm worker, if it runs and is not this process. */
+void
+wc_wake_worker(void)
+{
+	Latch	   *latch;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	latch = op->worker_latch;
+	LWLockRelease(op->lock);
+	if (latch && latch != MyLatch)
+		SetLatch(latch);
+}
+
+/*
+ * Ask the autowarm worker for a restore of the saved file in mode, unless
+ * it does not run or a dump or a restore runs or was asked for.
+ */
+RestoreRequest
+wc_request_restore(WarmMode mode)
+{
+	RestoreRequest result = WC_REQUEST_TAKEN;
+
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	if (op->worker_pid == 0 || op->worker_latch == NULL)
+		result = WC_REQUEST_NO_WORKER;
+	else if (op->state == WC_STATE_DUMPING)
+		result = WC_REQUEST_DUMPING;
+	else if (op->state != WC_STATE_IDLE || op->restore_requested)
+		result = WC_REQUEST_RESTORING;
+	else
+	{
+		op->restore_requested = true;
+		op->request_mode = mode;
+		SetLatch(op->worker_latch);
+	}
+	LWLockRelease(op->lock);
+	return result;
+}
+
+/*
+ * Ask the restore that runs, or was asked for, to stop; false if there is
+ * none.
+ */
+bool
+wc_request_abort(void)
+{
+	bool		running;
+
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	running = op->state == WC_STATE_RESTORING || op->restore_requested;
+	if (running)
+	{
+		op->abort_requested = true;
+		if (op->worker_latch)
+			SetLatch(op->worker_latch);
+	}
+	LWLockRelease(op->lock);
+	return running;
+}
+
+/*
+ * Whether the restore is asked to stop: read without the lock, by the
+ * restore's workers between two chunks and by its leader at each turn.
+ */
+bool
+wc_abort_is_requested(void)
+{
+	return op->abort_requested;
+}
+
+/*
+ * Set or clear the request to stop (restore.c): set to tell the workers
+ * that the restore stops, cleared as it ends, since one left set would
+ * stop the next restore at once.  The status lock is held exclusively.
+ */
+void
+wc_set_abort_requested(bool value)
+{
+	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
+	op->abort_requested = value;
+}
+
+/*
+ * The restore asks for the saved file to be restored again at the given
+ * time, in mode (or, with at 0, no more): for a database a command kept
+ * out of it (restore.c).  The status lock is held exclusively.
+ */
+void
+wc_set_restore_retry(TimestampTz at, WarmMode mode)
+{
+	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
+	op->restore_retry_at = at;
+	op->restore_retry_mode = mode;
+}
+
+/* When the saved file is to be restored again, or 0. */
+TimestampTz
+wc_restore_retry_at(void)
+{
+	TimestampTz at;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	at = op->restore_retry_at;
+	LWLockRelease(op->lock);
+	return at;
+}
+
+/*
+ * The time to restore the saved file again has come (autowarm.c): that
+ * becomes a request, unless a restore was asked for already.  Returns
+ * whether it did.
+ */
+bool
+wc_take_restore_retry(void)
+{
+	bool		asked;
+
+	LWLockAcquire(op->lock, LW_EXCLUSIVE);
+	op->restore_retry_at = 0;
+	asked = !op->restore_requested;
+	if (asked)
+	{
+		op->restore_requested = true;
+		op->request_mode = op->restore_retry_mode;
+	}
+	LWLockRelease(op->lock);
+	return asked;
+}
+
+/*
+ * On a following standby, a new followed file waits for its pass: noted by
+ * the channel in the same update, under the status lock held exclusively,
+ * that names the new file, and taken on when the pass begins
+ * (wc_begin_follow_pass()).
+ */
+void
+wc_note_follow_pass_due(void)
+{
+	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
+	op->follow_pass_due = true;
+}
+
+/* Whether a new followed file waits for its pass. */
+bool
+wc_follow_pass_is_due(void)
+{
+	bool		due;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	due = op->follow_pass_due;
+	LWLockRelease(op->lock);
+	return due;
 }

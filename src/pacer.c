@@ -99,6 +99,7 @@
 #include "pacer.h"
 #include "settings.h"
 #include "operation.h"
+#include "restore_shared.h"
 #include "workload.h"
 
 /* Blocks per read while queries wait for reads: 64 kB. */
@@ -140,7 +141,7 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->base.no_evict = true;
 	pacer->base.prefault = true;
 	/* The workers read from one device: see WarmAdvice. */
-	pacer->base.advice_share = &wc_shared->restore_advice;
+	pacer->base.advice_share = &wc_restore->advice;
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;
@@ -260,7 +261,7 @@ wc_pacer_check(RestorePacer *pacer)
 		}
 		pacer->why = WC_STOP_DB_WANTED;
 	}
-	else if (wc_shared->abort_requested)
+	else if (wc_abort_is_requested())
 		pacer->why = WC_STOP_ABORT;
 	else
 	{
@@ -353,17 +354,17 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
 
 	pacer->batch_done += blocks;
 	if (pacer->limit_class == WC_LIMIT_AT_CUT && in_buffers > 0)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_limit_used, in_buffers);
+		pg_atomic_fetch_add_u64(&wc_restore->limit_used, in_buffers);
 	if (!pacer->counting || blocks == 0)
 		return;
-	pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, blocks);
+	pg_atomic_fetch_add_u64(&wc_restore->blocks_done, blocks);
 	pg_atomic_fetch_add_u64(&pacer->slot->processed, blocks);
 	if (pacer->os_tier)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_os_tier_done, blocks);
+		pg_atomic_fetch_add_u64(&wc_restore->os_tier_done, blocks);
 	if (os_only > 0)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_os, os_only);
+		pg_atomic_fetch_add_u64(&wc_restore->blocks_os, os_only);
 	if (os_only > 0 && !pacer->os_tier && pacer->mode == WC_MODE_BUFFER)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_buffer_tier_os, os_only);
+		pg_atomic_fetch_add_u64(&wc_restore->buffer_tier_os, os_only);
 }
 
 /*
@@ -379,7 +380,7 @@ count_left_out(RestorePacer *pacer)
 	pacer->batch_done += blocks;
 	if (!pacer->counting || blocks == 0)
 		return;
-	pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_LIMIT], blocks);
+	pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_LIMIT], blocks);
 	pg_atomic_fetch_add_u64(&pacer->slot->processed, blocks);
 }
 
@@ -387,7 +388,7 @@ count_left_out(RestorePacer *pacer)
 LimitClass
 wc_limit_class(const WarmRun *run)
 {
-	int			cut = wc_shared->restore_limit_cut;
+	int			cut = wc_restore->limit_cut;
 	int			rank;
 
 	if (cut < 0 || run->rank == WC_RANK_OS)
@@ -413,8 +414,8 @@ past_restore_limit(RestorePacer *pacer)
 		case WC_LIMIT_PAST:
 			return true;
 		case WC_LIMIT_AT_CUT:
-			return pg_atomic_read_u64(&wc_shared->restore_limit_used) >=
-				wc_shared->restore_limit_at_cut;
+			return pg_atomic_read_u64(&wc_restore->limit_used) >=
+				wc_restore->limit_at_cut;
 	}
 	return false;
 }
@@ -481,7 +482,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		uint64		cached = Min(base->found_cached, blocks);
 
 		if (pacer->counting)
-			pg_atomic_fetch_add_u64(&wc_shared->restore_found_cached, cached);
+			pg_atomic_fetch_add_u64(&wc_restore->found_cached, cached);
 		blocks -= cached;
 		base->found_cached -= cached;
 	}
@@ -516,7 +517,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	}
 
 	if (wc_max_restore_rate > 0 && blocks > 0)
-		rate_us = charge_budget(&wc_shared->rate_clock,
+		rate_us = charge_budget(&wc_restore->rate_clock,
 								(int64) ((double) blocks * BLCKSZ * 1000000.0 /
 										 (wc_max_restore_rate * 1024.0 * 1024.0)),
 								now);
@@ -532,7 +533,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * CPU work that serves them.
 	 */
 	cpus_busy = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
-		wc_shared->restore_source != WC_SOURCE_PROMOTION &&
+		wc_restore->source != WC_SOURCE_PROMOTION &&
 		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
 
 	/*
@@ -573,16 +574,16 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	pacer->base.advice_capped = false;
 	if (past_restore_limit(pacer))
 	{
-		if (wc_shared->restore_limit_skip)
+		if (wc_restore->limit_skip)
 			pacer->base.leave_out = true;
 		else
 			pacer->base.os_cache_only = pacer->base.skip_cached_chunks = true;
 	}
 	else if (pacer->limit_class == WC_LIMIT_AT_CUT &&
-			 wc_shared->restore_limit_skip)
+			 wc_restore->limit_skip)
 	{
-		uint64		used = pg_atomic_read_u64(&wc_shared->restore_limit_used);
-		uint64		at_cut = wc_shared->restore_limit_at_cut;
+		uint64		used = pg_atomic_read_u64(&wc_restore->limit_used);
+		uint64		at_cut = wc_restore->limit_at_cut;
 
 		/*
 		 * What is left out past the limit must not be read by advice
@@ -593,7 +594,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	}
 
 	if (cpus_busy && cpu_spent > 0)
-		budget_us = charge_budget(&wc_shared->cpu_clock,
+		budget_us = charge_budget(&wc_restore->cpu_clock,
 								  cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
 								  now);
 
@@ -620,7 +621,7 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * the batch: the worker waits outside its transaction, holding no lock
 	 * and no snapshot, and goes on with the batch afterwards.
 	 */
-	if (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
+	if (pg_atomic_read_u32(&wc_restore->db_command_pending) != 0 &&
 		!pacer->base.stop)
 	{
 		pacer->why = WC_STOP_PAUSE;
@@ -635,10 +636,10 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 void
 wc_pacer_wait_for_commands(RestorePacer *pacer)
 {
-	if (pg_atomic_read_u32(&wc_shared->db_command_pending) == 0)
+	if (pg_atomic_read_u32(&wc_restore->db_command_pending) == 0)
 		return;
 	elog(DEBUG1, "pg_warmcache: restore worker pauses for a database command");
-	while (pg_atomic_read_u32(&wc_shared->db_command_pending) != 0 &&
+	while (pg_atomic_read_u32(&wc_restore->db_command_pending) != 0 &&
 		   !wc_pacer_check(pacer))
 		wc_pacer_sleep(pacer, WC_SLEEP_SLICE_MS);
 }

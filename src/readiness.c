@@ -53,6 +53,7 @@
 #include "dumpfile.h"
 #include "readiness.h"
 #include "restore.h"
+#include "restore_shared.h"
 #include "settings.h"
 #include "operation.h"
 
@@ -67,43 +68,35 @@ Readiness
 wc_readiness(void)
 {
 	Readiness	r = {1.0, true};
+	OperationStatus op;
+	RestoreStatus restore;
+	ChannelStatus channel;
 	WarmState	state;
 	RestoreSource source;
-	bool		requested;
-	bool		startup_done;
 	FollowState follow_state;
 	TimestampTz started_at;
-	ChannelStatus channel;
-	TimestampTz begun_at;
 	int64		total;
-	bool		pass_done;
-	double		followed_fraction;
-	TimestampTz retry_at;
 	bool		in_recovery = RecoveryInProgress();
 	bool		restoring;
 	bool		counting;
 
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	state = wc_shared->state;
-	source = wc_shared->restore_source;
-	requested = wc_shared->restore_requested;
-	startup_done = wc_shared->startup_done;
+	wc_status_lock(LW_SHARED);
+	wc_operation_status(&op);
+	wc_restore_status(&restore);
 	wc_channel_status(&channel);
+	wc_status_unlock();
+	state = op.state;
+	source = restore.source;
 	follow_state = channel.follow_state;
-	started_at = wc_shared->restore_started_at;
-	begun_at = wc_shared->restore_begun_at;
-	total = wc_shared->restore_blocks_total;
-	pass_done = wc_shared->followed_pass_done;
-	followed_fraction = wc_shared->followed_fraction;
-	retry_at = wc_shared->restore_retry_at;
-	LWLockRelease(wc_shared->lock);
+	started_at = restore.started_at;
+	total = restore.blocks_total;
 
 	/*
 	 * A restore begins by checking its file; until it has published its
 	 * start, the counters are the last restore's.
 	 */
 	restoring = (state == WC_STATE_RESTORING);
-	counting = restoring && started_at != 0 && started_at >= begun_at;
+	counting = restoring && started_at != 0 && started_at >= op.restore_begun_at;
 
 	/* 1. The load at promotion, running or about to run. */
 	if (restoring && source == WC_SOURCE_PROMOTION)
@@ -130,8 +123,8 @@ wc_readiness(void)
 		r.settled = false;
 		return r;
 	}
-	if (((restoring && source == WC_SOURCE_SAVED) || requested ||
-		 (!startup_done && wc_autowarm)) &&
+	if (((restoring && source == WC_SOURCE_SAVED) || op.restore_requested ||
+		 (!op.startup_done && wc_autowarm)) &&
 		access(WC_DUMP_FILE, F_OK) == 0)
 	{
 		r.fraction = 0.0;
@@ -146,11 +139,11 @@ wc_readiness(void)
 		if (restoring && source == WC_SOURCE_FOLLOWED)
 		{
 			r.fraction = counting ? wc_restore_fraction(total) : 0.0;
-			if (pass_done)
-				r.fraction = Max(r.fraction, followed_fraction);
+			if (restore.followed_pass_done)
+				r.fraction = Max(r.fraction, restore.followed_fraction);
 		}
-		else if (pass_done)
-			r.fraction = followed_fraction;
+		else if (restore.followed_pass_done)
+			r.fraction = restore.followed_fraction;
 		else if (follow_state == WC_FOLLOW_NOT_LOOKED ||
 				 follow_state == WC_FOLLOW_FOLLOWING)
 			r.fraction = 0.0;	/* not looked yet, or first pass to come */
@@ -170,7 +163,7 @@ wc_readiness(void)
 	if (started_at != 0 && source != WC_SOURCE_FOLLOWED)
 	{
 		r.fraction = wc_restore_fraction(total);
-		r.settled = !restoring && retry_at == 0;
+		r.settled = !restoring && op.restore_retry_at == 0;
 		return r;
 	}
 
@@ -185,16 +178,18 @@ wc_readiness(void)
 void
 wc_note_waiting(double fraction, double min_fraction)
 {
+	OperationStatus op;
+	RestoreStatus restore;
 	Oid			db;
-	WarmState	state;
 
 	if (fraction >= min_fraction)
 		return;
-	LWLockAcquire(wc_shared->lock, LW_SHARED);
-	db = wc_shared->restore_waiting_db;
-	state = wc_shared->state;
-	LWLockRelease(wc_shared->lock);
-	if (state != WC_STATE_RESTORING || !OidIsValid(db))
+	wc_status_lock(LW_SHARED);
+	wc_operation_status(&op);
+	wc_restore_status(&restore);
+	wc_status_unlock();
+	db = restore.waiting_db;
+	if (op.state != WC_STATE_RESTORING || !OidIsValid(db))
 		return;
 	ereport(NOTICE,
 			(errmsg("the restore is waiting for database %u, which a command wants", db),

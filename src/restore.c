@@ -59,6 +59,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/condition_variable.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -71,12 +72,14 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
+#include "dump.h"
 #include "dumpfile.h"
 #include "estimate.h"
 #include "pacer.h"
 #include "restore.h"
 #include "settings.h"
 #include "operation.h"
+#include "restore_shared.h"
 #include "worker.h"
 
 /* Without any worker slot for this long, the restore gives up. */
@@ -250,7 +253,7 @@ count_shares(RestoreLeader *leader)
 	ctl.hcxt = CurrentMemoryContext;
 	byoid = hash_create("pg_warmcache restore shares", 64, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	if (wc_reader_open(&reader, wc_source_file(wc_shared->restore_source), false))
+	if (wc_reader_open(&reader, wc_source_file(wc_restore->source), false))
 	{
 		while (!leader->stopped && wc_reader_next(&reader, &run))
 		{
@@ -313,19 +316,19 @@ plan_limit(RestoreLeader *leader, WarmMode mode)
 	uint64		within = 0;
 	int			r;
 
-	wc_shared->restore_limit_cut = -1;
-	wc_shared->restore_limit_at_cut = 0;
-	wc_shared->restore_limit_skip =
+	wc_restore->limit_cut = -1;
+	wc_restore->limit_at_cut = 0;
+	wc_restore->limit_skip =
 		(wc_past_restore_limit == WC_PAST_LIMIT_SKIP);
-	pg_atomic_write_u64(&wc_shared->restore_limit_used, 0);
+	pg_atomic_write_u64(&wc_restore->limit_used, 0);
 	if (mode != WC_MODE_BUFFER || limit <= 0)
 		return;
 	for (r = WC_MAX_RANK; r >= 0; r--)
 	{
 		if (within + leader->rank_blocks[r] > (uint64) limit)
 		{
-			wc_shared->restore_limit_cut = r;
-			wc_shared->restore_limit_at_cut = (uint64) limit - within;
+			wc_restore->limit_cut = r;
+			wc_restore->limit_at_cut = (uint64) limit - within;
 			return;
 		}
 		within += leader->rank_blocks[r];
@@ -425,11 +428,11 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	if (rest == 0)
 		return;
 	if (share->wanted_out)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_LOCKED], rest);
+		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_LOCKED], rest);
 	else if (verdict == DB_GONE)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_GONE], rest);
+		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_GONE], rest);
 	else if (verdict == DB_EXCLUDED)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[WC_SKIP_EXCLUDED], rest);
+		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_EXCLUDED], rest);
 	else
 	{
 		note_incomplete(leader, "a restore worker did not finish");
@@ -460,7 +463,7 @@ static bool
 launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
-	Oid			db = wc_shared->slots[slotno].db;
+	Oid			db = wc_restore->slots[slotno].db;
 	MemoryContext old;
 	bool		registered;
 
@@ -505,7 +508,7 @@ free_slot(RestoreLeader *leader)
 			continue;
 		pfree(stale_handles[i]);
 		stale_handles[i] = NULL;
-		wc_shared->slots[i].registered = false;
+		wc_restore->slots[i].registered = false;
 		ereport(LOG,
 				(errmsg("the restore worker left in slot %d has ended: the slot is used again",
 						i)));
@@ -533,7 +536,7 @@ forget_workers(RestoreLeader *leader)
 		if (GetBackgroundWorkerPid(leader->handles[i], &pid) == BGWH_STOPPED)
 		{
 			pfree(leader->handles[i]);
-			wc_shared->slots[i].registered = false;
+			wc_restore->slots[i].registered = false;
 		}
 		else
 		{
@@ -563,7 +566,7 @@ start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db,
 	Assert(i >= 0 && i < WC_MAX_RESTORE_WORKERS && leader->handles[i] == NULL);
 	elog(DEBUG1, "pg_warmcache: starting the restore worker of stripe %d of database %u in slot %d",
 		 k, share->db, i);
-	slot = &wc_shared->slots[i];
+	slot = &wc_restore->slots[i];
 	slot->db = share->db;
 	slot->connect_db = connect_db;
 	slot->stripe = k;
@@ -602,7 +605,7 @@ reap_workers(RestoreLeader *leader)
 
 	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
 	{
-		RestoreSlot *slot = &wc_shared->slots[i];
+		RestoreSlot *slot = &wc_restore->slots[i];
 		DbShare    *share;
 		Stripe	   *stripe;
 		pid_t		pid;
@@ -755,13 +758,13 @@ publish_waiting(RestoreLeader *leader)
 			since = share->wanted_since;
 		}
 	}
-	if (db == wc_shared->restore_waiting_db &&
-		since == wc_shared->restore_waiting_since)
+	if (db == wc_restore->waiting_db &&
+		since == wc_restore->waiting_since)
 		return;
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_waiting_db = db;
-	wc_shared->restore_waiting_since = since;
-	LWLockRelease(wc_shared->lock);
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore->waiting_db = db;
+	wc_restore->waiting_since = since;
+	wc_status_unlock();
 }
 
 /*
@@ -916,34 +919,34 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	RestoreSource source = leader->source;
 	int			r;
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
+	wc_status_lock(LW_EXCLUSIVE);
 	if (source == WC_SOURCE_SAVED)
 		wc_note_saved_dump(hdr);
-	wc_shared->restore_mode = mode;
+	wc_restore->mode = mode;
 	if (source != WC_SOURCE_FOLLOWED)
 	{
-		wc_shared->restore_incomplete = false;
-		wc_shared->incomplete_reason[0] = '\0';
+		wc_restore->incomplete = false;
+		wc_restore->incomplete_reason[0] = '\0';
 	}
-	wc_shared->restore_started_at = leader->started;
-	wc_shared->restore_finished_at = 0;
-	wc_shared->restore_blocks_total = (int64) hdr->nblocks;
-	wc_shared->restore_os_tier_total = 0;	/* publish_os_tier() */
-	pg_atomic_write_u64(&wc_shared->restore_blocks_done, 0);
-	pg_atomic_write_u64(&wc_shared->restore_os_tier_done, 0);
-	pg_atomic_write_u64(&wc_shared->restore_blocks_os, 0);
-	pg_atomic_write_u64(&wc_shared->restore_buffer_tier_os, 0);
-	pg_atomic_write_u64(&wc_shared->restore_cpu_us, 0);
-	pg_atomic_write_u64(&wc_shared->restore_device_bytes, 0);
-	pg_atomic_write_u32(&wc_shared->restore_device_unknown, 0);
-	pg_atomic_write_u64(&wc_shared->restore_found_cached, 0);
-	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
-	SpinLockAcquire(&wc_shared->restore_advice.mutex);
-	memset(&wc_shared->restore_advice.advice, 0, sizeof(WarmAdvice));
-	SpinLockRelease(&wc_shared->restore_advice.mutex);
+	wc_restore->started_at = leader->started;
+	wc_restore->finished_at = 0;
+	wc_restore->blocks_total = (int64) hdr->nblocks;
+	wc_restore->os_tier_total = 0;	/* publish_os_tier() */
+	pg_atomic_write_u64(&wc_restore->blocks_done, 0);
+	pg_atomic_write_u64(&wc_restore->os_tier_done, 0);
+	pg_atomic_write_u64(&wc_restore->blocks_os, 0);
+	pg_atomic_write_u64(&wc_restore->buffer_tier_os, 0);
+	pg_atomic_write_u64(&wc_restore->cpu_us, 0);
+	pg_atomic_write_u64(&wc_restore->device_bytes, 0);
+	pg_atomic_write_u32(&wc_restore->device_unknown, 0);
+	pg_atomic_write_u64(&wc_restore->found_cached, 0);
+	pg_atomic_write_u32(&wc_restore->db_command_pending, 0);
+	SpinLockAcquire(&wc_restore->advice.mutex);
+	memset(&wc_restore->advice.advice, 0, sizeof(WarmAdvice));
+	SpinLockRelease(&wc_restore->advice.mutex);
 	for (r = 0; r < WC_SKIP_REASONS; r++)
-		pg_atomic_write_u64(&wc_shared->restore_skipped[r], 0);
-	LWLockRelease(wc_shared->lock);
+		pg_atomic_write_u64(&wc_restore->skipped[r], 0);
+	wc_status_unlock();
 	leader->published = true;
 }
 
@@ -951,11 +954,11 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 static void
 publish_os_tier(RestoreLeader *leader)
 {
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_os_tier_total = (int64) leader->os_tier_blocks;
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore->os_tier_total = (int64) leader->os_tier_blocks;
 	if (leader->source != WC_SOURCE_SAVED)
-		wc_shared->followed_os_tier = (int64) leader->os_tier_blocks;
-	LWLockRelease(wc_shared->lock);
+		wc_restore->followed_os_tier = (int64) leader->os_tier_blocks;
+	wc_status_unlock();
 }
 
 /* Was a share given up because a command kept wanting its database? */
@@ -979,8 +982,8 @@ report_end(RestoreLeader *leader)
 	const WarmFileHeader *hdr = &leader->hdr;
 	RestoreSource source = leader->source;
 	TimestampTz started = leader->started;
-	uint64		done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	uint64		os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+	uint64		done = pg_atomic_read_u64(&wc_restore->blocks_done);
+	uint64		os = pg_atomic_read_u64(&wc_restore->blocks_os);
 	uint64		skip[WC_SKIP_REASONS];
 	uint64		skipped = 0;
 	TimestampTz finished = GetCurrentTimestamp();
@@ -991,7 +994,7 @@ report_end(RestoreLeader *leader)
 	bool		incomplete;
 
 	for (r = 0; r < WC_SKIP_REASONS; r++)
-		skipped += skip[r] = pg_atomic_read_u64(&wc_shared->restore_skipped[r]);
+		skipped += skip[r] = pg_atomic_read_u64(&wc_restore->skipped[r]);
 	if (skip[WC_SKIP_LOCKED] > 0)
 		note_incomplete(leader, "blocks skipped: their relation was locked");
 	if (skip[WC_SKIP_FAILED] > 0)
@@ -1005,8 +1008,8 @@ report_end(RestoreLeader *leader)
 	TimestampDifference(started, finished, &secs, &usecs);
 	elapsed = secs + usecs / 1000000.0;
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_finished_at = finished;
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore->finished_at = finished;
 
 	/*
 	 * The saved file's restore and the load at promotion decide whether
@@ -1016,14 +1019,14 @@ report_end(RestoreLeader *leader)
 	 */
 	if (source != WC_SOURCE_FOLLOWED)
 	{
-		wc_shared->restore_incomplete = incomplete;
+		wc_restore->incomplete = incomplete;
 		if (incomplete)
-			strlcpy(wc_shared->incomplete_reason, leader->reason,
-					sizeof(wc_shared->incomplete_reason));
+			strlcpy(wc_restore->incomplete_reason, leader->reason,
+					sizeof(wc_restore->incomplete_reason));
 	}
 	if (source == WC_SOURCE_SAVED)
 	{
-		uint64		read = pg_atomic_read_u64(&wc_shared->restore_device_bytes);
+		uint64		read = pg_atomic_read_u64(&wc_restore->device_bytes);
 
 		/*
 		 * What warmcache_estimate() predicts the next restore by: what the
@@ -1031,39 +1034,39 @@ report_end(RestoreLeader *leader)
 		 * where that is not known, nor under a rate cap, which sets the
 		 * rate.
 		 */
-		if (pg_atomic_read_u32(&wc_shared->restore_device_unknown) == 0 &&
+		if (pg_atomic_read_u32(&wc_restore->device_unknown) == 0 &&
 			wc_max_restore_rate == 0)
 			wc_estimate_note_restore_rate(started, read, elapsed);
 
 		/* Come back to what a command kept out, a few times. */
-		wc_shared->restore_retry_at = 0;
+		wc_set_restore_retry(0, wc_restore->mode);
 		if (!any_wanted_out(leader))
-			wc_shared->restore_retries = 0;
+			wc_restore->retries = 0;
 		else if (!leader->stopped &&
-				 wc_shared->restore_retries < WC_DB_RETRIES)
+				 wc_restore->retries < WC_DB_RETRIES)
 		{
-			wc_shared->restore_retries++;
-			wc_shared->restore_retry_at =
-				TimestampTzPlusMilliseconds(finished, WC_DB_RETRY_S * 1000);
-			wc_shared->restore_retry_mode = wc_shared->restore_mode;
+			wc_restore->retries++;
+			wc_set_restore_retry(TimestampTzPlusMilliseconds(finished,
+															 WC_DB_RETRY_S * 1000),
+								 wc_restore->mode);
 		}
 	}
 	else
 	{
-		uint64		os_tier = pg_atomic_read_u64(&wc_shared->restore_os_tier_done);
-		uint64		missed = pg_atomic_read_u64(&wc_shared->restore_buffer_tier_os);
+		uint64		os_tier = pg_atomic_read_u64(&wc_restore->os_tier_done);
+		uint64		missed = pg_atomic_read_u64(&wc_restore->buffer_tier_os);
 
 		/*
 		 * The buffer tier is warm where the mode aims: in mode buffer, its
 		 * blocks that went into the OS cache only (while the CPUs were
 		 * busy, or shared buffers full) are not.
 		 */
-		wc_shared->followed_warm = (int64) (done - os_tier -
+		wc_restore->followed_warm = (int64) (done - os_tier -
 											Min(missed, done - os_tier));
-		wc_shared->followed_os_tier_warm = (int64) os_tier;
+		wc_restore->followed_os_tier_warm = (int64) os_tier;
 	}
-	wc_shared->abort_requested = false;
-	LWLockRelease(wc_shared->lock);
+	wc_set_abort_requested(false);
+	wc_status_unlock();
 
 	/* A pass over the followed set comes with each of the primary's dumps. */
 	ereport(source == WC_SOURCE_FOLLOWED && !incomplete ? DEBUG1 : LOG,
@@ -1083,27 +1086,10 @@ report_end(RestoreLeader *leader)
 					   (unsigned long long) skip[WC_SKIP_LOCKED],
 					   (unsigned long long) skip[WC_SKIP_FAILED],
 					   (unsigned long long) skip[WC_SKIP_LIMIT],
-					   (unsigned long long) pg_atomic_read_u64(&wc_shared->restore_found_cached),
-					   pg_atomic_read_u64(&wc_shared->restore_cpu_us) / 1000000.0,
+					   (unsigned long long) pg_atomic_read_u64(&wc_restore->found_cached),
+					   pg_atomic_read_u64(&wc_restore->cpu_us) / 1000000.0,
 					   incomplete ? " The saved block list is kept: " : "",
 					   incomplete ? leader->reason : "")));
-}
-
-/*
- * The restore workers registered but not yet connected, which
- * pg_stat_activity does not show yet: for warm()'s count of the worker
- * slots in use (parallel_warm.c).  Read without a lock, as a hint.
- */
-int
-wc_restore_workers_starting(void)
-{
-	int			n = 0;
-	int			i;
-
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-		if (wc_shared->slots[i].registered && !wc_shared->slots[i].connected)
-			n++;
-	return n;
 }
 
 /* The file a restore reads. */
@@ -1136,9 +1122,9 @@ wc_source_name(RestoreSource source)
 static void
 set_abort_requested(bool value)
 {
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->abort_requested = value;
-	LWLockRelease(wc_shared->lock);
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_set_abort_requested(value);
+	wc_status_unlock();
 }
 
 /*
@@ -1165,11 +1151,11 @@ leader_check_stop(RestoreLeader *leader)
 	if (ShutdownRequestPending)
 		reason = wc_server_stopping() ? "the server shut down" :
 			"the autowarm worker was terminated";
-	else if (wc_shared->abort_requested)
+	else if (wc_abort_is_requested())
 		reason = "aborted";
 	else if (wc_cancel_pending)
 		reason = "cancelled";
-	else if (wc_shared->restore_source == WC_SOURCE_FOLLOWED &&
+	else if (wc_restore->source == WC_SOURCE_FOLLOWED &&
 			 (!RecoveryInProgress() || wc_follow_primary == WC_FOLLOW_OFF))
 		reason = "no longer following";
 	if (reason == NULL && !leader->stopped)
@@ -1234,15 +1220,18 @@ end_restore(RestoreLeader *leader, bool workers_may_run)
 		set_abort_requested(true);
 		end_workers_now(leader);
 	}
-	pg_atomic_write_u32(&wc_shared->db_command_pending, 0);
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_waiting_db = InvalidOid;
-	wc_shared->restore_waiting_since = 0;
-	LWLockRelease(wc_shared->lock);
+	pg_atomic_write_u32(&wc_restore->db_command_pending, 0);
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore->waiting_db = InvalidOid;
+	wc_restore->waiting_since = 0;
+	wc_status_unlock();
 	if (leader->published)
 		report_end(leader);		/* clears abort_requested */
 	else
 		set_abort_requested(false);
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore_note_pass_end();
+	wc_status_unlock();
 	wc_end_operation();
 }
 
@@ -1282,7 +1271,7 @@ lead_workers(RestoreLeader *leader)
 		launch_workers(leader);
 		publish_waiting(leader);
 		check_patience(leader);
-		pg_atomic_write_u32(&wc_shared->db_command_pending,
+		pg_atomic_write_u32(&wc_restore->db_command_pending,
 							pause_for_commands(leader) ? 1 : 0);
 		if (leader->running == 0 && (leader->stopped || all_closed(leader)))
 			break;
@@ -1323,9 +1312,9 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 	}
 	memset(leader, 0, sizeof(*leader));
 	leader->source = source;
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	wc_shared->restore_source = source;
-	LWLockRelease(wc_shared->lock);
+	wc_status_lock(LW_EXCLUSIVE);
+	wc_restore->source = source;
+	wc_status_unlock();
 	leading = leader;
 
 	PG_TRY();

@@ -64,6 +64,7 @@
 #include "restore.h"
 #include "runcodec.h"
 #include "operation.h"
+#include "restore_shared.h"
 #include "workload.h"
 
 /* Runs handed to the engine at once (one relation fork). */
@@ -184,7 +185,7 @@ source_gone(const char *path)
 static void
 open_source(WarmFileReader *r)
 {
-	const char *path = wc_source_file(wc_shared->restore_source);
+	const char *path = wc_source_file(wc_restore->source);
 
 	if (!wc_reader_open(r, path, true))
 		source_gone(path);
@@ -238,7 +239,7 @@ plan_ranks(const RestoreSlot *slot, RankPlan *plan)
 static void
 pass_open(WarmRunMerge *pr, const RankPlan *plan, int hi, int lo)
 {
-	const char *path = wc_source_file(wc_shared->restore_source);
+	const char *path = wc_source_file(wc_restore->source);
 	int			rank;
 
 	pr->n = 0;
@@ -258,7 +259,7 @@ count_skipped(RestoreWorker *w, bool counting, RestoreSkipReason reason,
 {
 	if (!counting || blocks == 0)
 		return;
-	pg_atomic_fetch_add_u64(&wc_shared->restore_skipped[reason], blocks);
+	pg_atomic_fetch_add_u64(&wc_restore->skipped[reason], blocks);
 	pg_atomic_fetch_add_u64(&w->slot->processed, blocks);
 }
 
@@ -570,7 +571,7 @@ batch_flush(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 	 * rank is read until the limit is reached: pacer.c.)
 	 */
 	if (batch->nranges > 0 && batch->limit_class == WC_LIMIT_PAST &&
-		wc_shared->restore_limit_skip)
+		wc_restore->limit_skip)
 		count_skipped(w, batch->counting, WC_SKIP_LIMIT, batch->blocks);
 	else if (batch->nranges > 0)
 		handle_batch(w, batch, clipped);
@@ -655,7 +656,7 @@ visit_piece(RestoreWorker *w, Batch *batch, WarmRange *clipped,
 	if (!w->uncounted_added && w->seq >= to)
 	{
 		w->uncounted_added = true;
-		pg_atomic_fetch_add_u64(&wc_shared->restore_blocks_done, w->start.uncounted);
+		pg_atomic_fetch_add_u64(&wc_restore->blocks_done, w->start.uncounted);
 		pg_atomic_fetch_add_u64(&w->slot->processed, w->start.uncounted);
 	}
 }
@@ -774,15 +775,15 @@ restore_worker_exit(int code, Datum arg)
 	 * What the restore costs, for the leader's last log line, and what it
 	 * read from the device, for its rate (restore.c).
 	 */
-	pg_atomic_fetch_add_u64(&wc_shared->restore_cpu_us,
+	pg_atomic_fetch_add_u64(&wc_restore->cpu_us,
 							(uint64) wc_cpu_time_us());
 	if (device_bytes >= 0)
-		pg_atomic_fetch_add_u64(&wc_shared->restore_device_bytes,
+		pg_atomic_fetch_add_u64(&wc_restore->device_bytes,
 								(uint64) device_bytes);
 	else
-		pg_atomic_write_u32(&wc_shared->restore_device_unknown, 1);
+		pg_atomic_write_u32(&wc_restore->device_unknown, 1);
 	if (restore_slot >= 0)
-		wc_shared->slots[restore_slot].pid = 0;
+		wc_restore->slots[restore_slot].pid = 0;
 }
 
 /*
@@ -875,7 +876,7 @@ pg_warmcache_restore_main(Datum arg)
 
 	restore_slot = DatumGetInt32(arg);
 	memset(&w, 0, sizeof(w));
-	w.slot = &wc_shared->slots[restore_slot];
+	w.slot = &wc_restore->slots[restore_slot];
 	before_shmem_exit(restore_worker_exit, (Datum) 0);
 
 	/* A database dropped since the leader looked ends us here, with FATAL. */
@@ -893,7 +894,7 @@ pg_warmcache_restore_main(Datum arg)
 	MemoryContextSwitchTo(AllocSetContextCreate(TopMemoryContext,
 												"pg_warmcache restore worker",
 												ALLOCSET_DEFAULT_SIZES));
-	w.mode = wc_shared->restore_mode;
+	w.mode = wc_restore->mode;
 	wc_pacer_init(&w.pacer, w.slot, w.mode);
 
 	/*

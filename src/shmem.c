@@ -26,10 +26,12 @@
 #include "storage/shmem.h"
 
 #include "channel.h"
+#include "dump.h"
 #include "dumpfile.h"
 #include "estimate.h"
 #include "operation.h"
 #include "parallel_warm.h"
+#include "restore_shared.h"
 #include "shmem.h"
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -61,6 +63,7 @@ wc_shmem_request(void)
 	size = add_size(size, wc_operation_shmem_size());
 	size = add_size(size, wc_dump_shmem_size());
 	size = add_size(size, wc_channel_shmem_size());
+	size = add_size(size, wc_restore_shmem_size());
 	size = add_size(size, wc_estimate_shmem_size());
 	size = add_size(size, wc_warm_workers_shmem_size());
 	RequestAddinShmemSpace(size);
@@ -78,6 +81,7 @@ wc_shmem_startup(void)
 	wc_operation_shmem_init();
 	wc_dump_shmem_init();
 	wc_channel_shmem_init();
+	wc_restore_shmem_init();
 	wc_estimate_shmem_init();
 	wc_warm_workers_shmem_init();
 	LWLockRelease(AddinShmemInitLock);

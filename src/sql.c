@@ -40,6 +40,7 @@
 #include "utils/tuplestore.h"
 
 #include "channel.h"
+#include "dump.h"
 #include "dumpfile.h"
 #include "engine.h"
 #include "estimate.h"
@@ -47,6 +48,7 @@
 #include "readiness.h"
 #include "relations.h"
 #include "restore.h"
+#include "restore_shared.h"
 #include "saved_set.h"
 #include "settings.h"
 #include "operation.h"
@@ -238,7 +240,7 @@ warmcache_dump_now(PG_FUNCTION_ARGS)
 	int64		n = 0;
 
 	wc_require_shared();
-	if (!wc_begin_operation(WC_STATE_DUMPING, true))
+	if (!wc_begin_dump(true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot dump while a restore is in progress"),
@@ -248,9 +250,7 @@ warmcache_dump_now(PG_FUNCTION_ARGS)
 	PG_ENSURE_ERROR_CLEANUP(end_operation_callback, (Datum) 0);
 	{
 		n = wc_dump(false, 0);
-		LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-		wc_shared->restore_incomplete = false;
-		LWLockRelease(wc_shared->lock);
+		wc_restore_forget_incomplete();
 	}
 	PG_END_ENSURE_ERROR_CLEANUP(end_operation_callback, (Datum) 0);
 	wc_end_operation();
@@ -267,9 +267,6 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 	WarmMode	mode;
 	WarmFileHeader hdr;
 	char	   *problem;
-	WarmState	state;
-	bool		requested;
-
 	wc_require_shared();
 	if (PG_ARGISNULL(0))
 		mode = (WarmMode) wc_restore_mode;
@@ -295,29 +292,27 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 			break;
 	}
 
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	state = wc_shared->state;
-	requested = wc_shared->restore_requested;
-	if (wc_shared->worker_pid == 0 || wc_shared->worker_latch == NULL)
+	switch (wc_request_restore(mode))
 	{
-		LWLockRelease(wc_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the pg_warmcache worker is not running"),
-				 errhint("Check the server log for why it stopped; it is started again within a minute.")));
+		case WC_REQUEST_TAKEN:
+			break;
+		case WC_REQUEST_NO_WORKER:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the pg_warmcache worker is not running"),
+					 errhint("Check the server log for why it stopped; it is started again within a minute.")));
+			break;
+		case WC_REQUEST_DUMPING:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot restore while a dump is in progress")));
+			break;
+		case WC_REQUEST_RESTORING:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot restore while a restore is in progress")));
+			break;
 	}
-	if (state != WC_STATE_IDLE || requested)
-	{
-		LWLockRelease(wc_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot restore while a %s is in progress",
-						(state == WC_STATE_DUMPING) ? "dump" : "restore")));
-	}
-	wc_shared->restore_requested = true;
-	wc_shared->request_mode = mode;
-	SetLatch(wc_shared->worker_latch);
-	LWLockRelease(wc_shared->lock);
 
 	PG_RETURN_INT64((int64) hdr.nblocks);
 }
@@ -330,19 +325,8 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 Datum
 warmcache_restore_abort(PG_FUNCTION_ARGS)
 {
-	bool		running;
-
 	wc_require_shared();
-	LWLockAcquire(wc_shared->lock, LW_EXCLUSIVE);
-	running = wc_shared->state == WC_STATE_RESTORING || wc_shared->restore_requested;
-	if (running)
-	{
-		wc_shared->abort_requested = true;
-		if (wc_shared->worker_latch)
-			SetLatch(wc_shared->worker_latch);
-	}
-	LWLockRelease(wc_shared->lock);
-	PG_RETURN_BOOL(running);
+	PG_RETURN_BOOL(wc_request_abort());
 }
 
 /*---- Status ----*/
@@ -353,51 +337,21 @@ warmcache_restore_abort(PG_FUNCTION_ARGS)
  */
 typedef struct StatusFields
 {
-	WarmState	state;
-	int			worker_pid;
-	bool		restore_requested;
-	bool		abort_requested;
+	OperationStatus op;
 	DumpStatus	dump;
-	RestoreSource restore_source;
-	WarmMode	restore_mode;
-	bool		restore_incomplete;
-	char		incomplete_reason[sizeof(wc_shared->incomplete_reason)];
-	TimestampTz restore_started_at;
-	TimestampTz restore_finished_at;
-	int64		restore_blocks_total;
-	int64		restore_os_tier_total;
-	Oid			restore_waiting_db;
+	RestoreStatus restore;
 	ChannelStatus channel;
-	bool		follow_pass_due;
-	int64		followed_os_tier;
-	int64		followed_warm;
-	int64		followed_os_tier_warm;
 } StatusFields;
 
+/* Each part's status, as of one moment. */
 static void
 read_status_fields(StatusFields *s)
 {
 	wc_status_lock(LW_SHARED);
-	s->state = wc_shared->state;
-	s->worker_pid = wc_shared->worker_pid;
-	s->restore_requested = wc_shared->restore_requested;
-	s->abort_requested = wc_shared->abort_requested;
+	wc_operation_status(&s->op);
 	wc_dump_status(&s->dump);
-	s->restore_source = wc_shared->restore_source;
-	s->restore_mode = wc_shared->restore_mode;
-	s->restore_incomplete = wc_shared->restore_incomplete;
-	memcpy(s->incomplete_reason, wc_shared->incomplete_reason,
-		   sizeof(s->incomplete_reason));
-	s->restore_started_at = wc_shared->restore_started_at;
-	s->restore_finished_at = wc_shared->restore_finished_at;
-	s->restore_blocks_total = wc_shared->restore_blocks_total;
-	s->restore_os_tier_total = wc_shared->restore_os_tier_total;
-	s->restore_waiting_db = wc_shared->restore_waiting_db;
+	wc_restore_status(&s->restore);
 	wc_channel_status(&s->channel);
-	s->follow_pass_due = wc_shared->follow_pass_due;
-	s->followed_os_tier = wc_shared->followed_os_tier;
-	s->followed_warm = wc_shared->followed_warm;
-	s->followed_os_tier_warm = wc_shared->followed_os_tier_warm;
 	wc_status_unlock();
 }
 
@@ -446,11 +400,11 @@ warmcache_status(PG_FUNCTION_ARGS)
 						 lengthof(status_columns));
 
 	read_status_fields(&s);
-	done = pg_atomic_read_u64(&wc_shared->restore_blocks_done);
-	os = pg_atomic_read_u64(&wc_shared->restore_blocks_os);
+	done = s.restore.blocks_done;
+	os = s.restore.blocks_os;
 	for (r = 0; r < WC_SKIP_REASONS; r++)
-		skipped += skip[r] = pg_atomic_read_u64(&wc_shared->restore_skipped[r]);
-	started = (s.restore_started_at != 0);
+		skipped += skip[r] = s.restore.skipped[r];
+	started = (s.restore.started_at != 0);
 
 	/*
 	 * A new followed file is restored by the pass that follows: from the
@@ -458,18 +412,18 @@ warmcache_status(PG_FUNCTION_ARGS)
 	 * "followed that dump and idle" means its pass ended.  A standby that
 	 * stopped following, or was promoted, has no pass due.
 	 */
-	follow_pass_due = s.follow_pass_due && RecoveryInProgress() &&
+	follow_pass_due = s.op.follow_pass_due && RecoveryInProgress() &&
 		wc_follow_primary != WC_FOLLOW_OFF;
 
 	if (started)
 	{
-		TimestampTz end = s.restore_finished_at ? s.restore_finished_at :
+		TimestampTz end = s.restore.finished_at ? s.restore.finished_at :
 		GetCurrentTimestamp();
 
-		elapsed = (end - s.restore_started_at) / 1000000.0;
+		elapsed = (end - s.restore.started_at) / 1000000.0;
 		if (elapsed > 0)
 		{
-			uint64		found = pg_atomic_read_u64(&wc_shared->restore_found_cached);
+			uint64		found = s.restore.found_cached;
 
 			/*
 			 * The rate is what was read: blocks found in the OS cache cost
@@ -483,25 +437,25 @@ warmcache_status(PG_FUNCTION_ARGS)
 	}
 
 	memset(nulls, 0, sizeof(nulls));
-	state = s.state == WC_STATE_DUMPING ? "dumping" :
-		(s.state == WC_STATE_RESTORING || s.restore_requested ||
+	state = s.op.state == WC_STATE_DUMPING ? "dumping" :
+		(s.op.state == WC_STATE_RESTORING || s.op.restore_requested ||
 		 follow_pass_due) ? "restoring" : "idle";
 	values[i++] = CStringGetTextDatum(state);
-	values[i] = Int32GetDatum(s.worker_pid);
-	nulls[i++] = (s.worker_pid == 0);
+	values[i] = Int32GetDatum(s.op.worker_pid);
+	nulls[i++] = (s.op.worker_pid == 0);
 	values[i] = ts_or_null(s.dump.last_dump_at, &nulls[i]);
 	i++;
 	values[i] = Int64GetDatum(s.dump.last_dump_blocks);
 	nulls[i++] = (s.dump.last_dump_at == 0);
 	values[i] = Float8GetDatum(s.dump.last_dump_seconds);
 	nulls[i++] = (s.dump.last_dump_at == 0 || s.dump.last_dump_seconds < 0);
-	values[i] = CStringGetTextDatum(wc_mode_name(s.restore_mode));
+	values[i] = CStringGetTextDatum(wc_mode_name(s.restore.mode));
 	nulls[i++] = !started;
-	values[i] = ts_or_null(s.restore_started_at, &nulls[i]);
+	values[i] = ts_or_null(s.restore.started_at, &nulls[i]);
 	i++;
-	values[i] = ts_or_null(s.restore_finished_at, &nulls[i]);
+	values[i] = ts_or_null(s.restore.finished_at, &nulls[i]);
 	i++;
-	values[i] = Int64GetDatum(s.restore_blocks_total);
+	values[i] = Int64GetDatum(s.restore.blocks_total);
 	nulls[i++] = !started;
 	values[i] = Int64GetDatum((int64) done);
 	nulls[i++] = !started;
@@ -512,51 +466,51 @@ warmcache_status(PG_FUNCTION_ARGS)
 	values[i] = Float8GetDatum(rate);
 	nulls[i++] = !started;
 	/* seconds left, at the pace so far; only while running */
-	if (s.state == WC_STATE_RESTORING && s.restore_finished_at == 0 && progress > 0)
+	if (s.op.state == WC_STATE_RESTORING && s.restore.finished_at == 0 && progress > 0)
 	{
-		double		left = (double) s.restore_blocks_total - done - skipped;
+		double		left = (double) s.restore.blocks_total - done - skipped;
 
 		values[i] = Float8GetDatum(Max(left, 0) * BLCKSZ / (1024.0 * 1024.0) / progress);
 	}
 	else
 		nulls[i] = true;
 	i++;
-	values[i++] = BoolGetDatum(s.restore_incomplete);
-	values[i++] = BoolGetDatum(s.abort_requested);
+	values[i++] = BoolGetDatum(s.restore.incomplete);
+	values[i++] = BoolGetDatum(s.op.abort_requested);
 
 	/* 1.1 */
-	values[i] = CStringGetTextDatum(s.incomplete_reason);
-	nulls[i++] = !s.restore_incomplete || s.restore_finished_at == 0;
+	values[i] = CStringGetTextDatum(s.restore.incomplete_reason);
+	nulls[i++] = !s.restore.incomplete || s.restore.finished_at == 0;
 	for (r = WC_SKIP_GONE; r <= WC_SKIP_FAILED; r++)
 	{
 		values[i] = Int64GetDatum((int64) skip[r]);
 		nulls[i++] = !started;
 	}
-	values[i] = Int64GetDatum(s.restore_os_tier_total);
+	values[i] = Int64GetDatum(s.restore.os_tier_total);
 	nulls[i++] = !started;
-	values[i] = Int64GetDatum((int64) pg_atomic_read_u64(&wc_shared->restore_os_tier_done));
+	values[i] = Int64GetDatum((int64) s.restore.os_tier_done);
 	nulls[i++] = !started;
 
 	/* 1.2: what a restore read, and on a standby what it follows */
-	values[i] = CStringGetTextDatum(wc_source_name(s.restore_source));
+	values[i] = CStringGetTextDatum(wc_source_name(s.restore.source));
 	nulls[i++] = !started;
 	following = wc_follow_primary != WC_FOLLOW_OFF || s.channel.follow_state == WC_FOLLOW_PROMOTED;
 	values[i] = CStringGetTextDatum(wc_follow_state_name(s.channel.follow_state));
 	nulls[i++] = !following;
 	values[i] = ts_or_null(s.channel.followed_dumped_at, &nulls[i]);
 	i++;
-	values[i] = Int64GetDatum(s.channel.followed_blocks - s.followed_os_tier);
+	values[i] = Int64GetDatum(s.channel.followed_blocks - s.restore.followed_os_tier);
 	nulls[i++] = s.channel.followed_dumped_at == 0;
-	values[i] = Int64GetDatum(s.followed_os_tier);
+	values[i] = Int64GetDatum(s.restore.followed_os_tier);
 	nulls[i++] = s.channel.followed_dumped_at == 0;
-	values[i] = Int64GetDatum(s.followed_warm);
+	values[i] = Int64GetDatum(s.restore.followed_warm);
 	nulls[i++] = s.channel.followed_dumped_at == 0;
-	values[i] = Int64GetDatum(s.followed_os_tier_warm);
+	values[i] = Int64GetDatum(s.restore.followed_os_tier_warm);
 	nulls[i++] = s.channel.followed_dumped_at == 0;
 
 	/* 1.4: the database a restore waits for, a command wanting it */
-	values[i] = ObjectIdGetDatum(s.restore_waiting_db);
-	nulls[i++] = s.state != WC_STATE_RESTORING || !OidIsValid(s.restore_waiting_db);
+	values[i] = ObjectIdGetDatum(s.restore.waiting_db);
+	nulls[i++] = s.op.state != WC_STATE_RESTORING || !OidIsValid(s.restore.waiting_db);
 
 	/* 1.5: the blocks past the restore limit that it left out */
 	values[i] = Int64GetDatum((int64) skip[WC_SKIP_LIMIT]);

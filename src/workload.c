@@ -31,19 +31,14 @@
 #include "compat.h"
 #include "pg_internals.h"
 #include "operation.h"
+#include "restore_shared.h"
 #include "workload.h"
 
+/* Whether pid is the autowarm worker or a restore worker. */
 static bool
 is_restore_process(int pid)
 {
-	int			i;
-
-	if (pid == wc_shared->worker_pid)
-		return true;
-	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)
-		if (wc_shared->slots[i].pid == pid)
-			return true;
-	return false;
+	return wc_is_autowarm_worker(pid) || wc_is_restore_worker(pid);
 }
 
 /* The CPUs this process may run on. */
