@@ -16,24 +16,20 @@
 #ifndef PG_WARMCACHE_OSCACHE_H
 #define PG_WARMCACHE_OSCACHE_H
 
-#include "dumpfile.h"
+#include "storage/block.h"
 
-/* Receives the runs of cached blocks, one relation file segment at a time. */
-typedef void (*OsRunCallback) (void *arg, const WarmRun *run);
-
-/*
- * Receives each segment file's size in blocks (key's start is the
- * segment's first block, its count 0), before the segment's runs.
- */
-typedef void (*OsSegmentCallback) (void *arg, const WarmRun *key,
-								   BlockNumber nblocks);
+/* What the page cache holds of a span of a segment, as far as a count tells. */
+typedef enum SegmentResidency
+{
+	WC_SEGMENT_SOME,			/* some of it, or not known */
+	WC_SEGMENT_NONE,
+	WC_SEGMENT_ALL,
+} SegmentResidency;
 
 /* Bytes of mincore() vector wc_block_residency() needs for n blocks. */
 #define WC_RESIDENCY_VEC(n)	((Size) (n) * (BLCKSZ / 4096))
 
-extern bool wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg);
-extern void wc_scan_database_files(Oid db, OsRunCallback emit,
-								   OsSegmentCallback sized, void *arg);
+extern SegmentResidency wc_count_cached_pages(int fd, Size off, Size len);
 extern bool wc_block_residency(const char *map, BlockNumber off, BlockNumber n,
 							   unsigned char *vec, bool *resident);
 

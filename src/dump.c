@@ -42,7 +42,7 @@
 #include "dump.h"
 #include "dumpfile.h"
 #include "operation.h"
-#include "oscache.h"
+#include "oswalk.h"
 #include "runcodec.h"
 #include "settings.h"
 

@@ -36,7 +36,7 @@
 
 #include "compat.h"
 #include "dumpfile.h"
-#include "oscache.h"
+#include "oswalk.h"
 #include "pg_internals.h"
 #include "relations.h"
 
