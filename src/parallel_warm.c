@@ -91,7 +91,7 @@
 
 #include "compat.h"
 #include "parallel_warm.h"
-#include "restore.h"
+#include "restore_shared.h"
 #include "settings.h"
 #include "worker.h"
 

@@ -26,11 +26,13 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "format.h"
 #include "settings.h"
 
-/* A dump's chunk is one allocation: at most MaxAllocSize. */
-#define WC_MAX_SORT_CHUNK	((int) (MaxAllocSize / sizeof(WarmRun)))
+/*
+ * A dump's chunk is one allocation, at most MaxAllocSize: an array of runs
+ * of 28 bytes (format.h asserts the size).
+ */
+#define WC_MAX_SORT_CHUNK	((int) (MaxAllocSize / 28))
 
 bool		wc_autowarm = true;
 int			wc_dump_interval = 300;
