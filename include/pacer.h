@@ -99,7 +99,6 @@ extern void wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot,
 extern bool wc_pacer_check(RestorePacer *pacer);
 extern void wc_pacer_sleep(RestorePacer *pacer, long ms);
 extern void wc_pacer_wait_for_commands(RestorePacer *pacer);
-extern bool wc_database_wanted(Oid db);
 extern void wc_restore_sigterm_handler(SIGNAL_ARGS);
 extern void wc_pacer_report(RestorePacer *pacer, const char *what);
 extern LimitClass wc_limit_class(const WarmRun *run);

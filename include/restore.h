@@ -40,7 +40,6 @@ extern const char *wc_source_name(RestoreSource source);
 #define WC_DB_WANTED_MAX_S		10
 #define WC_DB_RETRY_S			30
 #define WC_DB_RETRIES			5
-extern Oid	wc_connectable_database(const char *name, bool *exists);
 
 /* restore_worker.c: the entry point of a restore worker */
 extern PGDLLEXPORT void pg_warmcache_restore_main(Datum arg);

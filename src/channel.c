@@ -92,9 +92,9 @@
 
 #include "channel.h"
 #include "compat.h"
+#include "database.h"
 #include "dump.h"
 #include "dumpfile.h"
-#include "pacer.h"
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
@@ -383,57 +383,6 @@ standby_streaming(void)
 	return wc_count_processes(B_WAL_SENDER, NULL) > 0;
 }
 
-/*
- * The database of the channel, if a worker can connect to it now: it
- * allows connections, is no template and no database-level command wants
- * it.  *exists says whether there is one at all; *locked that pg_database
- * itself was locked (a VACUUM FULL of it, or its replay on a standby), so
- * nothing could be said.  Like wc_connectable_database(), a scan of the
- * heap of pg_database, a shared catalog, which the autowarm worker can
- * read connected to no database; but it does not wait for the lock.
- */
-static Oid
-channel_database(bool *exists, bool *locked)
-{
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			found = InvalidOid;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	*exists = false;
-	*locked = false;
-	StartTransactionCommand();
-	if (!ConditionalLockRelationOid(DatabaseRelationId, AccessShareLock))
-	{
-		CommitTransactionCommand();
-		MemoryContextSwitchTo(cxt);
-		*locked = true;
-		return InvalidOid;
-	}
-	rel = table_open(DatabaseRelationId, NoLock);
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
-
-		if (form->datistemplate || !form->datallowconn ||
-			database_is_invalid_form(form) ||
-			strcmp(NameStr(form->datname), WC_CHANNEL_DATABASE) != 0)
-			continue;
-		*exists = true;
-		if (!wc_database_wanted(form->oid))
-			found = form->oid;
-		break;
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	CommitTransactionCommand();
-	/* The commit leaves TopMemoryContext current: nothing must go there. */
-	MemoryContextSwitchTo(cxt);
-	return found;
-}
-
 /* The shared memory of the channel (shmem.c). */
 Size
 wc_channel_shmem_size(void)
@@ -530,7 +479,7 @@ wc_publish(void)
 	 * session holds locked) leaves it for the next look, 5 s later.  A dump
 	 * made meanwhile is pending in its own right.
 	 */
-	if (OidIsValid(channel_database(&exists, &locked)))
+	if (OidIsValid(wc_connectable_database(WC_CHANNEL_DATABASE, &exists, &locked)))
 	{
 		notes->publish_ended = notes->publish_handled = false;
 		if (run_channel_worker(WC_CHANNEL_PUBLISH))
@@ -566,7 +515,7 @@ wc_fetch_followed(void)
 	bool		fresh;
 
 	/* Not while a database-level command waits: the worker would delay it. */
-	if (!OidIsValid(channel_database(&exists, &locked)))
+	if (!OidIsValid(wc_connectable_database(WC_CHANNEL_DATABASE, &exists, &locked)))
 	{
 		if (locked)
 			set_follow_state(WC_FOLLOW_LOCKED, "catalog pg_database", false);

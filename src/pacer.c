@@ -96,6 +96,7 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
+#include "database.h"
 #include "pacer.h"
 #include "settings.h"
 #include "operation.h"
@@ -168,22 +169,6 @@ wc_restore_sigterm_handler(SIGNAL_ARGS)
 	terminate_pending = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
-}
-
-/*
- * Is a database-level command waiting for the sessions connected to db?
- * Also used by the leader before it starts a worker there.
- */
-bool
-wc_database_wanted(Oid db)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, db, 0);
-	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, RowExclusiveLock, true);
-	return false;
 }
 
 /*

@@ -72,6 +72,7 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
+#include "database.h"
 #include "dump.h"
 #include "dumpfile.h"
 #include "estimate.h"
@@ -364,50 +365,6 @@ check_database(Oid db)
 }
 
 /*
- * A database a worker can connect to: one that allows connections, is no
- * template and is not wanted by a command, named name if name is not NULL.
- * InvalidOid if none is free now; *exists says whether there is any.  The
- * shared catalogs' worker connects to any; the standby channel's to
- * postgres.  A scan of pg_database's heap, not of its name index: the
- * autowarm worker, connected to no database, can read only the heaps of
- * shared catalogs.
- */
-Oid
-wc_connectable_database(const char *name, bool *exists)
-{
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			found = InvalidOid;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	*exists = false;
-	StartTransactionCommand();
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
-
-		if (form->datistemplate || !form->datallowconn ||
-			database_is_invalid_form(form) ||
-			(name != NULL && strcmp(NameStr(form->datname), name) != 0))
-			continue;
-		*exists = true;
-		if (!wc_database_wanted(form->oid))
-		{
-			found = form->oid;
-			break;
-		}
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(cxt);
-	return found;
-}
-
-/*
  * When no stripe of a share is running or will run, account for what its
  * workers did not process.
  */
@@ -662,7 +619,7 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 
 	if (!OidIsValid(share->db))
 	{
-		db = wc_connectable_database(NULL, &exists);
+		db = wc_connectable_database(NULL, &exists, NULL);
 		if (!exists)
 			give_up_share(leader, share, DB_EXCLUDED);
 		return db;
