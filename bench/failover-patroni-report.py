@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import fmt, meta, spread, tps_series
+from reportlib import fmt, meta, spread, tps_series, window_mean
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -31,15 +31,6 @@ METHODS = ["off", "os", "buffer"]
 EVENTS = ["switchover", "failover"]
 PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r".* in ([\d.]+) s, ([\d.]+) MB/s")
-
-
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady; one missing last
-    progress line is tolerated."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
 
 
 def since(rm, key):

@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import fmt, logts, med, meta, spread, tps_series
+from reportlib import fmt, logts, med, meta, spread, tps_series, window_mean
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -45,16 +45,6 @@ def promotion(logpath):
             r.update(done=logts(line), word=m.group(1), blocks=int(m.group(2)), total=int(m.group(3)),
                      secs=float(m.group(6)), rate=float(m.group(7)))
     return r
-
-
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady (warmup-report.py's:
-    pgbench -T n may not print its last progress line, one missing second
-    is tolerated)."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
 
 
 info = meta(os.path.join(out, "info.txt"))

@@ -61,6 +61,15 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def window_mean(tpss, n, steady):
+    """Mean TPS of the first n seconds over steady.  pgbench -T n may not
+    print its last progress line: one missing second is tolerated."""
+    if not steady or len(tpss) < n - 1:
+        return None
+    xs = tpss[:n]
+    return sum(xs) / len(xs) / steady
+
+
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 

@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, tps_series
+from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, tps_series, window_mean
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -68,15 +68,6 @@ def restore_info(logpath, method):
 def first_second_at(series, level):
     """The first second of [(second, TPS)] whose TPS reaches level, or None."""
     return next((sec for sec, t in series if t >= level), None)
-
-
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady.  pgbench -T n may not
-    print its last progress line: one missing second is tolerated."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
 
 
 info = meta(os.path.join(out, "info.txt"))
