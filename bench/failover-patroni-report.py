@@ -16,10 +16,9 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import fmt, meta, spread, tps_series, window_mean
+from reportlib import fmt, meta, plot, spread, tps_series, window_mean, write_medians
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -144,41 +143,19 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                if r["steady"]:
-                    for sec, t in r["series"]:
-                        bysec.setdefault(sec, []).append(t / r["steady"])
             dat = os.path.join(pdir, f"{key}-{event}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [[(sec, t / r["steady"]) for sec, t in r["series"]]
+                                for r in runs[method] if r["steady"]])
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title 'follow_primary = {method}' noenhanced")
         plots.append("1 with lines dt 2 lw 1.5 lc rgb 'black' title 'old leader steady state'")
         plots.append("0.9 with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
         png = os.path.join(out, f"{key}-{event}.png")
         nrep = max(len(v) for v in runs.values())
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {key[2:]} under Patroni, scale {km.get('scale', '?')}, shared_buffers "
-            f"{km.get('shared_buffers', '?')}: TPS of the new leader after a {event} (median of {nrep} reps)' noenhanced",
-            "set xlabel 'seconds since the new leader accepts writes (pgbench -S -c 2 -j 2 -M prepared)'",
-            "set ylabel 'TPS / old leader steady-state TPS'",
-            "set key below horizontal",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}-{event}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}-{event}.gp"), png,
+               f"PostgreSQL {key[2:]} under Patroni, scale {km.get('scale', '?')}, shared_buffers "
+               f"{km.get('shared_buffers', '?')}: TPS of the new leader after a {event} (median of {nrep} reps)",
+               "seconds since the new leader accepts writes (pgbench -S -c 2 -j 2 -M prepared)",
+               "TPS / old leader steady-state TPS", "below horizontal", plots))
 
 with open(os.path.join(out, "tps.csv"), "w", newline="") as fh:
     wr = csv.writer(fh)

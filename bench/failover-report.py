@@ -14,10 +14,9 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import fmt, logts, med, meta, spread, tps_series, window_mean
+from reportlib import fmt, logts, med, meta, plot, spread, tps_series, window_mean, write_medians
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -187,16 +186,9 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                if not r["steady"]:
-                    continue
-                for sec, t in r["series"]:
-                    bysec.setdefault(sec, []).append(t / r["steady"])
             dat = os.path.join(pdir, f"{key}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [[(sec, t / r["steady"]) for sec, t in r["series"]]
+                                for r in runs[method] if r["steady"]])
             label = {"none": "none (follow_primary = off)", "os": "follow_primary = os",
                      "buffer": "follow_primary = buffer"}[method]
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{label}' noenhanced")
@@ -204,27 +196,11 @@ for key in keys:
         plots.append("0.9 with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
         png = os.path.join(out, f"{key}-failover.png")
         nrep = max(len(v) for v in runs.values())
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {key[2:]}, scale {km.get('scale', '?')}, shared_buffers 4GB, standby on the "
-            f"capped volume: TPS after the promotion (median of {nrep} reps)' noenhanced",
-            "set xlabel 'seconds since the promotion (pgbench -S -c 2 -j 2 -M prepared against the promoted standby)'",
-            "set ylabel 'TPS / primary steady-state TPS'",
-            "set key below horizontal",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}.gp"), png,
+               f"PostgreSQL {key[2:]}, scale {km.get('scale', '?')}, shared_buffers 4GB, standby on the "
+               f"capped volume: TPS after the promotion (median of {nrep} reps)",
+               "seconds since the promotion (pgbench -S -c 2 -j 2 -M prepared against the promoted standby)",
+               "TPS / primary steady-state TPS", "below horizontal", plots))
 
     # the primary's cost of publishing
     # several cost files (an added run's <key>-cost2.csv ...): all rows count

@@ -1,11 +1,12 @@
 """What the report scripts of bench/ share: the runs' key=value files,
-pgbench's progress lines and the server log's timestamps, and how they
-print a figure."""
+pgbench's progress lines and the server log's timestamps, how they
+print a figure and how they plot TPS over time."""
 
 import datetime
 import os
 import re
 import statistics
+import subprocess
 
 PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
 LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
@@ -68,6 +69,43 @@ def window_mean(tpss, n, steady):
         return None
     xs = tpss[:n]
     return sum(xs) / len(xs) / steady
+
+
+def write_medians(path, runs):
+    """Writes "second median" lines to path: per second, the median of what
+    the runs' [(second, value)] series have for it."""
+    bysec = {}
+    for series in runs:
+        for sec, x in series:
+            bysec.setdefault(sec, []).append(x)
+    with open(path, "w") as fh:
+        for sec in sorted(bysec):
+            fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+
+
+def plot(gpfile, png, title, xlabel, ylabel, key, plots):
+    """The PNG png of plots (gnuplot's plot arguments) through gnuplot, its
+    script kept in gpfile.  Returns the report's line: the PNG's name, or
+    why gnuplot failed."""
+    gp = "\n".join([
+        "set terminal pngcairo size 1000,560 font ',10'",
+        f"set output '{png}'",
+        f"set title '{title}' noenhanced",
+        f"set xlabel '{xlabel}'",
+        f"set ylabel '{ylabel}'",
+        f"set key {key}",
+        "set grid",
+        "set yrange [0:*]",
+        "set xrange [0:*]",
+        "plot " + ", \\\n     ".join(plots),
+        ""])
+    with open(gpfile, "w") as fh:
+        fh.write(gp)
+    try:
+        subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+        return f"\nPlot: {os.path.basename(png)}"
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"\n(gnuplot failed: {e})"
 
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

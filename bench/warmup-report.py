@@ -12,10 +12,9 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, tps_series, window_mean
+from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, plot, tps_series, window_mean, write_medians
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -374,40 +373,18 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                for sec, t in r["series"]:
-                    bysec.setdefault(sec, []).append(t)
             dat = os.path.join(pdir, f"{key}-{w}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [r["series"] for r in runs[method]])
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{method}' noenhanced")
         png = os.path.join(out, f"{key}-{w}.png")
         if steady:
             plots.append(f"{steady} with lines dt 2 lw 1.5 lc rgb 'black' title 'steady state ({steady:.0f} TPS)'")
             plots.append(f"{0.9 * steady} with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {pgv[2:]}, {disk} disk, scale {km.get('scale', '?')}, "
-            f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart' noenhanced",
-            "set xlabel 'seconds since the server accepted connections'",
-            "set ylabel 'TPS (pgbench -S -c 2 -j 2 -M prepared)'",
-            "set key bottom right",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}-{w}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}-{w}.gp"), png,
+               f"PostgreSQL {pgv[2:]}, {disk} disk, scale {km.get('scale', '?')}, "
+               f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart",
+               "seconds since the server accepted connections", "TPS (pgbench -S -c 2 -j 2 -M prepared)",
+               "bottom right", plots))
 
     # idle restore
     idle = []
