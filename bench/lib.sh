@@ -357,6 +357,46 @@ repo_version() {
 	echo "$v"
 }
 
+# run_info: the lines of a run's info.txt that say when it ran, on what
+# machine and with which pg_warmcache.
+run_info() {
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
+	echo "repo=$(repo_version)"
+}
+
+# whole_numbers VAR...: dies unless each variable named holds a whole number.
+whole_numbers() {
+	local v
+	for v; do
+		[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
+	done
+}
+
+# write_meta FILE KEY=VALUE...: a result file of key=value lines.
+write_meta() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" >"$f"
+}
+
+# note_so FILE: check_so, and the library's changes, if any, added to FILE
+# as so_changed.
+note_so() {
+	check_so
+	[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$1"
+}
+
+# capped_up: the capped disk (capped-disk.sh up: made if need be, mounted
+# at CAPPED_DIR, its cap set); sets CAPPED_RA, its read_ahead_kb.
+capped_up() {
+	bash "$BENCH_DIR/capped-disk.sh" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
+	CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+}
+
+# cap_text: the capped disk's cap, as the result files give it.
+cap_text() { echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA"; }
+
 # use_cluster DISK SCALE [NAME]: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
 # to start servers under, or empty) and CAPPED_RA (the capped disk's
 # read_ahead_kb), takes the cluster's lock.
@@ -372,8 +412,7 @@ use_cluster() {
 		;;
 	capped)
 		CAPPED=$BENCH_DIR/capped-disk.sh
-		bash "$CAPPED" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
-		CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+		capped_up
 		[ -z "$PG_ROOT" ] || chroot_bind "$CAPPED_DIR"
 		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
 		;;

@@ -68,9 +68,7 @@ need_root
 CLIENTS=${CLIENTS:-2}
 HOT_DIVISOR=${HOT_DIVISOR:-100}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
-for v in scale reps seconds trigger CLIENTS HOT_DIVISOR RESTORE_WAIT; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers scale reps seconds trigger CLIENTS HOT_DIVISOR RESTORE_WAIT
 ((reps >= 1 && trigger >= 1 && seconds > trigger)) || die "--reps and --trigger must be >= 1, --seconds above --trigger"
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
@@ -90,9 +88,7 @@ EOF
 	echo "command=bench/never-evict.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --scale $scale --reps $reps --methods $methods --seconds $seconds --trigger $trigger"
 	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR RESTORE_WAIT=$RESTORE_WAIT EXTRA_CONF=${EXTRA_CONF:-}"
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 } >"$out/info.txt"
 
 # The hot set's pages in shared buffers: "buffer relfilenode fork block".

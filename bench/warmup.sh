@@ -133,9 +133,7 @@ RESTORE_WAIT=${RESTORE_WAIT:-60}
 IDLE_WAIT=${IDLE_WAIT:-600}
 IDLE_REPS=${IDLE_REPS:-1}
 AFTER_SECONDS=${AFTER_SECONDS:-0}
-for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS AFTER_SECONDS; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS AFTER_SECONDS
 ((reps >= 1 && seconds >= 1 && STEADY_SECONDS >= 1)) || die "--reps, --seconds and STEADY_SECONDS must be >= 1"
 case "$workload" in
 both) workloads=(uniform hot) ;;
@@ -175,9 +173,7 @@ EOF
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
 	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)" | tr '\n' ' '
 	echo
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 } >"$out/info.txt"
 
 # pgbench_run WORKLOAD SECONDS OUTFILE: the clients, as the README says.
@@ -217,13 +213,6 @@ cold_start() {
 	method_conf "$1"
 	drop_caches
 	pg_start "$3"
-}
-
-# write_meta FILE KEY=VALUE...
-write_meta() {
-	local f=$1
-	shift
-	printf '%s\n' "$@" >"$f"
 }
 
 # prepare WORKLOAD: the saved state and the steady state of one workload.
