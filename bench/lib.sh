@@ -766,6 +766,49 @@ bench_db_dd() {
 	say "$1: dd $CR_RATE MB/s"
 }
 
+# for_each_cluster FUNC: for each major of the script's pglist, pg_warmcache
+# built and installed (use_pg); for each disk of its disklist, the cluster
+# at its scale (use_cluster) with the pgbench database (ensure_db, holding
+# BENCH_LOCK) and the dd of its files (bench_db_dd); then FUNC KEY, KEY
+# being pg<major>-<disk>, which writes $out/raw/KEY.meta (cluster_meta);
+# last the library's changes, if any, added to that file (note_so).
+for_each_cluster() {
+	local pg disk key
+	for pg in "${pglist[@]}"; do
+		use_pg "$pg"
+		for disk in "${disklist[@]}"; do
+			use_cluster "$disk" "$scale"
+			locked ensure_db
+			key=pg$pg-$disk
+			bench_db_dd "$key"
+			"$1" "$key"
+			note_so "$out/raw/$key.meta"
+		done
+	done
+}
+
+# cluster_meta FILE [KEY=VALUE...]: a cluster's result file: what
+# bench_db_dd found (version, block size, size, the dd), its scale, the
+# lines given, the library's md5 and the cap of the capped disk (empty on
+# the local disk).
+cluster_meta() {
+	local f=$1
+	shift
+	write_meta "$f" "version=$version" "block_size=$blcksz" "scale=$SCALE" "db_mb=$dbmb" \
+		"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "$@" \
+		"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && cap_text)"
+}
+
+# hot_start_sql FILE: warmup.sh's hot-start workload as a pgbench script:
+# a hot set of 1/HOT_DIVISOR of pgbench_accounts, at the table's start.
+hot_start_sql() {
+	cat >"$1" <<EOF
+\\set n 100000 * :scale
+\\set aid random(1, :n / $HOT_DIVISOR)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+EOF
+}
+
 # Files of one relation's main fork.
 rel_files() {
 	local p
