@@ -394,7 +394,7 @@ dd_b() {
 
 # one_run EVENT METHOD REP
 one_run() {
-	local ev=$1 m=$2 rep=$3 name sampler t_event t_promoted t_bench t_end t_rejoin t_follow load i
+	local ev=$1 m=$2 rep=$3 name t_event t_promoted t_bench t_end t_rejoin t_follow load i
 	local loga logb offa offb since ctl_pid=
 	name=$key-$ev-$m-r$rep
 	if ! is_leader a; then
@@ -419,17 +419,10 @@ one_run() {
 	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p' and pg_relation_size(c.oid, f) > 0" >/dev/null
 	loga=${M_DIR[a]}/log/postgresql.log logb=${M_DIR[b]}/log/postgresql.log
 	offa=$(stat -c %s "$loga" 2>/dev/null || echo 0) offb=$(stat -c %s "$logb" 2>/dev/null || echo 0)
-	(
-		for ((i = 0; i < load_seconds / 5 + 1; i++)); do
-			status_line b
-			sleep 5
-		done
-	) >"$out/raw/$name.follow" 2>&1 &
-	sampler=$!
+	status_sampler_start "$load_seconds" "$out/raw/$name.follow" status_line b
 	say "$name: pgbench on a for $load_seconds s while b follows"
 	pgb a "$load_seconds" >"$out/raw/$name.primary.pgbench" 2>&1 || say "WARNING: pgbench on a failed"
-	kill "$sampler" 2>/dev/null || true
-	wait "$sampler" 2>/dev/null || true
+	status_sampler_stop
 	status_line b >"$out/raw/$name.before"
 	msql a "select 'published ' || max(dumped_at)::time(0) from warmcache_published" postgres >>"$out/raw/$name.before" 2>&1 || true
 	t_event=$(now)

@@ -204,7 +204,7 @@ foreign_drops() {
 
 # one_run METHOD REP
 one_run() {
-	local m=$1 rep=$2 name sampler t_stop t_promote t_promoted t_bench t_end load
+	local m=$1 rep=$2 name t_stop t_promote t_promoted t_bench t_end load
 	name=$key-$m-r$rep
 	say "$name: primary warm, the standby cold (follow_primary = ${m/none/off})"
 	start_primary "$P_CL/logs/$name-primary.log"
@@ -214,17 +214,10 @@ one_run() {
 	local t_sready=$T_READY up0 up1
 	read -r up0 _ </proc/uptime
 	say "$name: standby ready after $(elapsed "$T_LAUNCH" "$T_READY") s; pgbench on the primary ${follow_seconds} s"
-	(
-		for ((i = 0; i < follow_seconds / 5 + 1; i++)); do
-			status_line
-			sleep 5
-		done
-	) >"$out/raw/$name.follow" 2>&1 &
-	sampler=$!
+	status_sampler_start "$follow_seconds" "$out/raw/$name.follow" status_line
 	primary
 	pgb -T "$follow_seconds" >"$out/raw/$name.primary.pgbench" 2>&1 || say "WARNING: pgbench on the primary failed"
-	kill "$sampler" 2>/dev/null || true
-	wait "$sampler" 2>/dev/null || true
+	status_sampler_stop
 	standby
 	status_line >"$out/raw/$name.before"
 	primary

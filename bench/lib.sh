@@ -582,6 +582,26 @@ cpu_sampler_stop() {
 	CPU_SAMPLER=""
 }
 
+# status_sampler_start SECONDS FILE CMD...: CMD every 5 s in the
+# background, SECONDS / 5 + 1 times at most, its output into FILE, until
+# status_sampler_stop.
+STATUS_SAMPLER=""
+status_sampler_start() {
+	local n=$(($1 / 5 + 1)) f=$2
+	shift 2
+	(
+		for ((i = 0; i < n; i++)); do
+			"$@"
+			sleep 5
+		done
+	) >"$f" 2>&1 &
+	STATUS_SAMPLER=$!
+}
+status_sampler_stop() {
+	kill "$STATUS_SAMPLER" 2>/dev/null || true
+	wait "$STATUS_SAMPLER" 2>/dev/null || true
+}
+
 # Stop the server when the script ends, whatever the reason.
 trap 'cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true; chroot_down_all' EXIT
 trap 'exit 130' INT TERM
