@@ -16,7 +16,7 @@ import re
 import statistics
 import sys
 
-from reportlib import fmt, logts, med, meta, plot, spread, tps_series, window_mean, write_medians
+from reportlib import dd_text, fmt, logts, med, meta, plot, spread, t90_text, tps_series, window_mean, write_medians
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -70,10 +70,7 @@ keys = sorted({os.path.basename(f)[:-5] for f in glob.glob(os.path.join(raw, "pg
                if re.fullmatch(r"pg\d+", os.path.basename(f)[:-5])})
 for key in keys:
     km = meta(os.path.join(raw, key + ".meta"))
-    ddfs = sorted(glob.glob(os.path.join(raw, f"{key}-dd-*.meta")), key=os.path.getmtime)
-    dds = [(os.path.basename(f)[len(key) + 4:-5], meta(f)) for f in ddfs]
-    ddtxt = ", ".join(f"{t} {d['dd_mb_per_s']} MB/s ({int(d['dd_bytes']) / 1048576:.0f} MB in {d['dd_seconds']} s)"
-                      for t, d in dds if d.get("dd_mb_per_s"))
+    ddtxt = dd_text(raw, key)
     p("")
     p(f"## {km.get('version', key)}, scale {km.get('scale', '?')} ({km.get('db_mb', '?')} MB)")
     p("")
@@ -129,13 +126,8 @@ for key in keys:
             rr = runs[method]
             nmax = max(r["n"] for r in rr)
             t90s = [r["t90"] for r in rr]
-            if all(x is not None for x in t90s):
-                t90txt = spread(t90s, ".0f")
-            else:
-                # a run that never got there counts as the longest
-                mt = statistics.median([x if x is not None else float("inf") for x in t90s])
-                t90txt = f">{nmax}" if mt == float("inf") else f"{mt:.0f}"
-            p(f"| {method} | {t90txt} | {spread([r['m30'] for r in rr])} | {spread([r['m60'] for r in rr])} | "
+            p(f"| {method} | {t90_text(t90s, nmax)} | {spread([r['m30'] for r in rr])} | "
+              f"{spread([r['m60'] for r in rr])} | "
               f"{spread([r['steady'] for r in rr], '.0f')} | {spread([r['load_done'] for r in rr], '.1f')} | "
               f"{spread([r['blocks'] for r in rr], '.0f')} | "
               + " ".join(fmt(x, ".0f", ">" + str(nmax)) for x in t90s) + " |")

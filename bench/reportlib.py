@@ -3,6 +3,7 @@ pgbench's progress lines and the server log's timestamps, how they
 print a figure and how they plot TPS over time."""
 
 import datetime
+import glob
 import os
 import re
 import statistics
@@ -60,6 +61,25 @@ def fmt(x, spec=".2f", none="-"):
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
+
+
+def t90_text(t90s, n):
+    """The t90 of a method's runs (None: a run that did not get there in
+    its n seconds): median (min-max); where runs did not get there, they
+    count as the longest, and the median alone, or >n."""
+    if all(x is not None for x in t90s):
+        return spread(t90s, ".0f")
+    mt = statistics.median([x if x is not None else float("inf") for x in t90s])
+    return f">{n}" if mt == float("inf") else f"{mt:.0f}"
+
+
+def dd_text(raw, key):
+    """The dd runs of a major, raw/KEY-dd-TAG.meta, oldest first: "TAG MB/s
+    (MB in s)", comma-separated; empty without any."""
+    dds = [(os.path.basename(f)[len(key) + 4:-5], meta(f))
+           for f in sorted(glob.glob(os.path.join(raw, f"{key}-dd-*.meta")), key=os.path.getmtime)]
+    return ", ".join(f"{t} {d['dd_mb_per_s']} MB/s ({int(d['dd_bytes']) / 1048576:.0f} MB in {d['dd_seconds']} s)"
+                     for t, d in dds if d.get("dd_mb_per_s"))
 
 
 def window_mean(tpss, n, steady):
