@@ -18,7 +18,8 @@ import re
 import statistics
 import sys
 
-from reportlib import dd_text, fmt, meta, plot, spread, t90_text, tps_series, window_mean, write_medians
+from reportlib import (dd_text, fmt, machine_line, meta, plot, spread, t90_text, tps_series, window_mean,
+                       write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -46,8 +47,7 @@ p(f"# Failover under Patroni: TPS of the new leader, {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`), "
   f"{info.get('patroni', 'Patroni')}.  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Per run: etcd and two Patroni members on this host; a (local disk) leads, warm, under "
   "`pgbench -S -M prepared -c 2 -j 2` while b (data and postgres on the capped volume, started cold) "

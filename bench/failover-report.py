@@ -16,7 +16,8 @@ import re
 import statistics
 import sys
 
-from reportlib import dd_text, fmt, logts, med, meta, plot, spread, t90_text, tps_series, window_mean, write_medians
+from reportlib import (dd_text, fmt, logts, machine_line, med, meta, plot, spread, t90_text, tps_series,
+                       window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -54,8 +55,7 @@ p(f"# Failover: TPS of a promoted standby, {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; "
   f"{info.get('env', '')}).  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Per run: the primary (local disk, warm) under `pgbench -S -c 2 -j 2` while a cold standby (data on the "
   "capped volume) replays and follows; the primary's steady state is the median per-second TPS of the "

@@ -44,6 +44,13 @@ def logts(line):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+def machine_line(info):
+    """The results page's line on the machine and the build, from the run's
+    info.txt (bench/lib.sh, run_info)."""
+    return (f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
+            "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+
+
 def spread(xs, spec=".2f"):
     """median (min-max)"""
     xs = [x for x in xs if x is not None]

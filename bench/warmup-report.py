@@ -14,7 +14,8 @@ import re
 import statistics
 import sys
 
-from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, plot, tps_series, window_mean, write_medians
+from reportlib import (cpu_shares, fmt, logts, machine_line, med, mem_change, meta, plot, tps_series,
+                       window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -76,8 +77,7 @@ p(f"# Warm-up after a restart: {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; "
   f"{info.get('env', '')}).  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Load avg at end: the 1-minute load average when pgbench ended; the benchmark itself accounts "
   "for about 2 (2 clients, 2 backends on 2 cores): much more means other work competed for the CPU.  ")
