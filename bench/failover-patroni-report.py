@@ -18,8 +18,8 @@ import re
 import statistics
 import sys
 
-from reportlib import (dd_text, fmt, machine_line, meta, plot, spread, t90_text, tps_series, window_mean,
-                       write_medians)
+from reportlib import (dd_text, fmt, machine_line, meta, plot, run_files, spread, t90_text, tps_series,
+                       window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -80,13 +80,7 @@ for key in keys:
 
     for event in EVENTS:
         runs = {}
-        for f in sorted(glob.glob(os.path.join(raw, f"{key}-{event}-*-r*.meta"))):
-            m = re.fullmatch(rf"{key}-{event}-(off|os|buffer)-r(\d+)\.meta", os.path.basename(f))
-            if not m:
-                continue
-            method, rep = m.group(1), int(m.group(2))
-            base = f[:-5]
-            rm = meta(f)
+        for method, rep, base, rm in run_files(raw, f"{key}-{event}", "off|os|buffer"):
             old = tps_series(base + ".primary.pgbench")
             steady = statistics.median([t for _, t in old[-steady_last:]]) if old else None
             series = tps_series(base + ".pgbench")

@@ -16,8 +16,8 @@ import re
 import statistics
 import sys
 
-from reportlib import (dd_text, fmt, logts, machine_line, med, meta, plot, spread, t90_text, tps_series,
-                       window_mean, write_medians)
+from reportlib import (dd_text, fmt, logts, machine_line, med, meta, plot, run_files, spread, t90_text,
+                       tps_series, window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -82,13 +82,7 @@ for key in keys:
         p(f"\nWARNING: the pg_warmcache library changed during the run: {km['so_changed']}")
 
     runs = {}
-    for f in sorted(glob.glob(os.path.join(raw, f"{key}-*-r*.meta"))):
-        m = re.fullmatch(rf"{key}-(none|os|buffer)-r(\d+)\.meta", os.path.basename(f))
-        if not m:
-            continue
-        method, rep = m.group(1), int(m.group(2))
-        base = f[:-5]
-        rm = meta(f)
+    for method, rep, base, rm in run_files(raw, key, "none|os|buffer"):
         prim = tps_series(base + ".primary.pgbench")
         steady = statistics.median([t for _, t in prim[-steady_last:]]) if prim else None
         series = tps_series(base + ".pgbench")

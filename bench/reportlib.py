@@ -24,6 +24,16 @@ def meta(path):
     return d
 
 
+def run_files(raw, prefix, methods):
+    """(method, repetition, base path, meta) of each run of raw/ whose
+    .meta file is PREFIX-METHOD-rREP.meta, METHOD matching the regular
+    expression methods, in the order of the file names."""
+    for f in sorted(glob.glob(os.path.join(raw, f"{prefix}-*-r*.meta"))):
+        m = re.fullmatch(rf"{re.escape(prefix)}-({methods})-r(\d+)\.meta", os.path.basename(f))
+        if m:
+            yield m.group(1), int(m.group(2)), f[:-5], meta(f)
+
+
 def tps_series(path):
     """(second, TPS) of each pgbench progress line; empty without a file."""
     s = []

@@ -14,8 +14,8 @@ import re
 import statistics
 import sys
 
-from reportlib import (cpu_shares, fmt, logts, machine_line, med, mem_change, meta, plot, tps_series,
-                       window_mean, write_medians)
+from reportlib import (cpu_shares, fmt, logts, machine_line, med, mem_change, meta, plot, run_files,
+                       tps_series, window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -127,13 +127,7 @@ for key in keys:
         steady2 = statistics.median([t for _, t in st2]) if st2 else None
         steady = max([x for x in (steady1, steady2) if x is not None], default=None)
         runs = {}
-        for f in sorted(glob.glob(os.path.join(raw, f"{key}-{w}-*-r*.meta"))):
-            m = re.fullmatch(rf"{re.escape(key)}-{w}-([\w-]+)-r(\d+)\.meta", os.path.basename(f))
-            if not m:
-                continue
-            method, rep = m.group(1), int(m.group(2))
-            base = f[:-5]
-            rm = meta(f)
+        for method, rep, base, rm in run_files(raw, f"{key}-{w}", r"[\w-]+"):
             series = tps_series(base + ".pgbench")
             for sec, t in series:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
