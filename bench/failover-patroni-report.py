@@ -16,10 +16,10 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import fmt, meta, spread, tps_series
+from reportlib import (dd_text, fmt, machine_line, meta, plot, run_files, spread, t90_text, tps_series,
+                       window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -31,15 +31,6 @@ METHODS = ["off", "os", "buffer"]
 EVENTS = ["switchover", "failover"]
 PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r".* in ([\d.]+) s, ([\d.]+) MB/s")
-
-
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady; one missing last
-    progress line is tolerated."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
 
 
 def since(rm, key):
@@ -56,8 +47,7 @@ p(f"# Failover under Patroni: TPS of the new leader, {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`), "
   f"{info.get('patroni', 'Patroni')}.  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Per run: etcd and two Patroni members on this host; a (local disk) leads, warm, under "
   "`pgbench -S -M prepared -c 2 -j 2` while b (data and postgres on the capped volume, started cold) "
@@ -75,10 +65,7 @@ keys = sorted({os.path.basename(f)[:-5] for f in glob.glob(os.path.join(raw, "pg
                if re.fullmatch(r"pg\d+", os.path.basename(f)[:-5])})
 for key in keys:
     km = meta(os.path.join(raw, key + ".meta"))
-    dds = [(os.path.basename(f)[len(key) + 4:-5], meta(f))
-           for f in sorted(glob.glob(os.path.join(raw, f"{key}-dd-*.meta")), key=os.path.getmtime)]
-    ddtxt = ", ".join(f"{t} {d['dd_mb_per_s']} MB/s ({int(d['dd_bytes']) / 1048576:.0f} MB in {d['dd_seconds']} s)"
-                      for t, d in dds if d.get("dd_mb_per_s"))
+    ddtxt = dd_text(raw, key)
     p("")
     p(f"## {km.get('version', key)}, scale {km.get('scale', '?')} ({km.get('db_mb', '?')} MB), "
       f"shared_buffers {km.get('shared_buffers', '?')}")
@@ -93,13 +80,7 @@ for key in keys:
 
     for event in EVENTS:
         runs = {}
-        for f in sorted(glob.glob(os.path.join(raw, f"{key}-{event}-*-r*.meta"))):
-            m = re.fullmatch(rf"{key}-{event}-(off|os|buffer)-r(\d+)\.meta", os.path.basename(f))
-            if not m:
-                continue
-            method, rep = m.group(1), int(m.group(2))
-            base = f[:-5]
-            rm = meta(f)
+        for method, rep, base, rm in run_files(raw, f"{key}-{event}", "off|os|buffer"):
             old = tps_series(base + ".primary.pgbench")
             steady = statistics.median([t for _, t in old[-steady_last:]]) if old else None
             series = tps_series(base + ".pgbench")
@@ -134,10 +115,7 @@ for key in keys:
             rr = runs[method]
             nmax = max(r["n"] for r in rr)
             t90s = [r["t90"] for r in rr]
-            mt = statistics.median([x if x is not None else float("inf") for x in t90s])
-            t90txt = (spread(t90s, ".0f") if all(x is not None for x in t90s)
-                      else (f">{nmax}" if mt == float("inf") else f"{mt:.0f}"))
-            p(f"| {method} | {t90txt} | {spread([r['m30'] for r in rr])} | "
+            p(f"| {method} | {t90_text(t90s, nmax)} | {spread([r['m30'] for r in rr])} | "
               f"{spread([r['steady'] for r in rr], '.0f')} | {spread([r['writable'] for r in rr], '.1f')} | "
               f"{spread([r['rejoin'] for r in rr], '.1f')} | {spread([r['follows'] for r in rr], '.1f')} | "
               + " ".join(fmt(x, ".0f", ">" + str(nmax)) for x in t90s) + " |")
@@ -153,41 +131,19 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                if r["steady"]:
-                    for sec, t in r["series"]:
-                        bysec.setdefault(sec, []).append(t / r["steady"])
             dat = os.path.join(pdir, f"{key}-{event}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [[(sec, t / r["steady"]) for sec, t in r["series"]]
+                                for r in runs[method] if r["steady"]])
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title 'follow_primary = {method}' noenhanced")
         plots.append("1 with lines dt 2 lw 1.5 lc rgb 'black' title 'old leader steady state'")
         plots.append("0.9 with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
         png = os.path.join(out, f"{key}-{event}.png")
         nrep = max(len(v) for v in runs.values())
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {key[2:]} under Patroni, scale {km.get('scale', '?')}, shared_buffers "
-            f"{km.get('shared_buffers', '?')}: TPS of the new leader after a {event} (median of {nrep} reps)' noenhanced",
-            "set xlabel 'seconds since the new leader accepts writes (pgbench -S -c 2 -j 2 -M prepared)'",
-            "set ylabel 'TPS / old leader steady-state TPS'",
-            "set key below horizontal",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}-{event}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}-{event}.gp"), png,
+               f"PostgreSQL {key[2:]} under Patroni, scale {km.get('scale', '?')}, shared_buffers "
+               f"{km.get('shared_buffers', '?')}: TPS of the new leader after a {event} (median of {nrep} reps)",
+               "seconds since the new leader accepts writes (pgbench -S -c 2 -j 2 -M prepared)",
+               "TPS / old leader steady-state TPS", "below horizontal", plots))
 
 with open(os.path.join(out, "tps.csv"), "w", newline="") as fh:
     wr = csv.writer(fh)

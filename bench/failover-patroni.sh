@@ -88,9 +88,7 @@ while [ $# -gt 0 ]; do
 done
 need_root
 STEADY_LAST=20
-for v in reps seconds load_seconds scale dump_interval; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers reps seconds load_seconds scale dump_interval
 ((reps >= 1 && seconds >= 1 && load_seconds > STEADY_LAST)) ||
 	die "--reps and --seconds must be >= 1, --load-seconds > $STEADY_LAST"
 IFS=, read -r -a methodlist <<<"$methods"
@@ -115,9 +113,7 @@ mkdir -p "$out/raw"
 {
 	echo "command=bench/failover-patroni.sh ${args[*]}"
 	echo "effective=--pg $pgs --reps $reps --methods $methods --events $events --seconds $seconds --load-seconds $load_seconds --scale $scale --shared-buffers $shared_buffers --dump-interval $dump_interval$([ $pin = 1 ] && echo ' --pin')"
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 	echo "patroni=$($PY /usr/bin/patroni --version 2>&1 | tr -d '\n')"
 	echo "steady_last=$STEADY_LAST"
 } >"$out/info.txt"
@@ -335,12 +331,6 @@ STATUS_SQL="select now()::time(2), state, restore_source, follow_state, followed
 	from warmcache_status()"
 status_line() { msql "$1" "$STATUS_SQL" 2>&1 | tr '\n' ' ' || true; echo; }
 
-write_meta() {
-	local f=$1
-	shift
-	printf '%s\n' "$@" >"$f"
-}
-
 setup_major() {
 	stop_all
 	rm -rf "$W" "${M_DIR[b]%/b}"
@@ -404,7 +394,7 @@ dd_b() {
 
 # one_run EVENT METHOD REP
 one_run() {
-	local ev=$1 m=$2 rep=$3 name sampler t_event t_promoted t_bench t_end t_rejoin t_follow load i
+	local ev=$1 m=$2 rep=$3 name t_event t_promoted t_bench t_end t_rejoin t_follow load i
 	local loga logb offa offb since ctl_pid=
 	name=$key-$ev-$m-r$rep
 	if ! is_leader a; then
@@ -429,17 +419,10 @@ one_run() {
 	     where c.relkind in ('r', 'i', 't', 'm') and c.relpersistence = 'p' and pg_relation_size(c.oid, f) > 0" >/dev/null
 	loga=${M_DIR[a]}/log/postgresql.log logb=${M_DIR[b]}/log/postgresql.log
 	offa=$(stat -c %s "$loga" 2>/dev/null || echo 0) offb=$(stat -c %s "$logb" 2>/dev/null || echo 0)
-	(
-		for ((i = 0; i < load_seconds / 5 + 1; i++)); do
-			status_line b
-			sleep 5
-		done
-	) >"$out/raw/$name.follow" 2>&1 &
-	sampler=$!
+	status_sampler_start "$load_seconds" "$out/raw/$name.follow" status_line b
 	say "$name: pgbench on a for $load_seconds s while b follows"
 	pgb a "$load_seconds" >"$out/raw/$name.primary.pgbench" 2>&1 || say "WARNING: pgbench on a failed"
-	kill "$sampler" 2>/dev/null || true
-	wait "$sampler" 2>/dev/null || true
+	status_sampler_stop
 	status_line b >"$out/raw/$name.before"
 	msql a "select 'published ' || max(dumped_at)::time(0) from warmcache_published" postgres >>"$out/raw/$name.before" 2>&1 || true
 	t_event=$(now)
@@ -507,8 +490,7 @@ for pg in "${pglist[@]}"; do
 	use_pg "$pg"
 	key=pg$pg
 	setup_members
-	bash "$BENCH_DIR/capped-disk.sh" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
-	CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+	capped_up
 	mkdir -p "$W"
 	exec 9>"$W.lock"
 	flock -n 9 || die "another benchmark uses $W"
@@ -519,7 +501,7 @@ for pg in "${pglist[@]}"; do
 		dbmb=$(msql a "select pg_database_size('bench') / 1048576")
 		dd_b start
 		write_meta "$out/raw/$key.meta" "version=$version" "scale=$scale" "db_mb=$dbmb" \
-			"so_md5=$SO_MD5" "capped=${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA" \
+			"so_md5=$SO_MD5" "capped=$(cap_text)" \
 			"shared_buffers=$shared_buffers" "dump_interval=$dump_interval" "load_seconds=$load_seconds" \
 			"seconds=$seconds" "pin=$pin"
 		for ((rep = 1; rep <= reps; rep++)); do
@@ -527,8 +509,7 @@ for pg in "${pglist[@]}"; do
 		done
 		dd_b end
 		stop_all
-		check_so
-		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+		note_so "$out/raw/$key.meta"
 	}
 	locked run_major
 	# b's copy is not needed between runs; the volume is small.

@@ -14,10 +14,10 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import fmt, logts, med, meta, spread, tps_series
+from reportlib import (dd_text, fmt, logts, machine_line, med, meta, plot, run_files, spread, t90_text,
+                       tps_series, window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -47,16 +47,6 @@ def promotion(logpath):
     return r
 
 
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady (warmup-report.py's:
-    pgbench -T n may not print its last progress line, one missing second
-    is tolerated)."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
-
-
 info = meta(os.path.join(out, "info.txt"))
 steady_last = int(info.get("steady_last", "30"))
 lines = []
@@ -65,8 +55,7 @@ p(f"# Failover: TPS of a promoted standby, {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; "
   f"{info.get('env', '')}).  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Per run: the primary (local disk, warm) under `pgbench -S -c 2 -j 2` while a cold standby (data on the "
   "capped volume) replays and follows; the primary's steady state is the median per-second TPS of the "
@@ -81,10 +70,7 @@ keys = sorted({os.path.basename(f)[:-5] for f in glob.glob(os.path.join(raw, "pg
                if re.fullmatch(r"pg\d+", os.path.basename(f)[:-5])})
 for key in keys:
     km = meta(os.path.join(raw, key + ".meta"))
-    ddfs = sorted(glob.glob(os.path.join(raw, f"{key}-dd-*.meta")), key=os.path.getmtime)
-    dds = [(os.path.basename(f)[len(key) + 4:-5], meta(f)) for f in ddfs]
-    ddtxt = ", ".join(f"{t} {d['dd_mb_per_s']} MB/s ({int(d['dd_bytes']) / 1048576:.0f} MB in {d['dd_seconds']} s)"
-                      for t, d in dds if d.get("dd_mb_per_s"))
+    ddtxt = dd_text(raw, key)
     p("")
     p(f"## {km.get('version', key)}, scale {km.get('scale', '?')} ({km.get('db_mb', '?')} MB)")
     p("")
@@ -96,13 +82,7 @@ for key in keys:
         p(f"\nWARNING: the pg_warmcache library changed during the run: {km['so_changed']}")
 
     runs = {}
-    for f in sorted(glob.glob(os.path.join(raw, f"{key}-*-r*.meta"))):
-        m = re.fullmatch(rf"{key}-(none|os|buffer)-r(\d+)\.meta", os.path.basename(f))
-        if not m:
-            continue
-        method, rep = m.group(1), int(m.group(2))
-        base = f[:-5]
-        rm = meta(f)
+    for method, rep, base, rm in run_files(raw, key, "none|os|buffer"):
         prim = tps_series(base + ".primary.pgbench")
         steady = statistics.median([t for _, t in prim[-steady_last:]]) if prim else None
         series = tps_series(base + ".pgbench")
@@ -140,13 +120,8 @@ for key in keys:
             rr = runs[method]
             nmax = max(r["n"] for r in rr)
             t90s = [r["t90"] for r in rr]
-            if all(x is not None for x in t90s):
-                t90txt = spread(t90s, ".0f")
-            else:
-                # a run that never got there counts as the longest
-                mt = statistics.median([x if x is not None else float("inf") for x in t90s])
-                t90txt = f">{nmax}" if mt == float("inf") else f"{mt:.0f}"
-            p(f"| {method} | {t90txt} | {spread([r['m30'] for r in rr])} | {spread([r['m60'] for r in rr])} | "
+            p(f"| {method} | {t90_text(t90s, nmax)} | {spread([r['m30'] for r in rr])} | "
+              f"{spread([r['m60'] for r in rr])} | "
               f"{spread([r['steady'] for r in rr], '.0f')} | {spread([r['load_done'] for r in rr], '.1f')} | "
               f"{spread([r['blocks'] for r in rr], '.0f')} | "
               + " ".join(fmt(x, ".0f", ">" + str(nmax)) for x in t90s) + " |")
@@ -197,16 +172,9 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                if not r["steady"]:
-                    continue
-                for sec, t in r["series"]:
-                    bysec.setdefault(sec, []).append(t / r["steady"])
             dat = os.path.join(pdir, f"{key}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [[(sec, t / r["steady"]) for sec, t in r["series"]]
+                                for r in runs[method] if r["steady"]])
             label = {"none": "none (follow_primary = off)", "os": "follow_primary = os",
                      "buffer": "follow_primary = buffer"}[method]
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{label}' noenhanced")
@@ -214,27 +182,11 @@ for key in keys:
         plots.append("0.9 with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
         png = os.path.join(out, f"{key}-failover.png")
         nrep = max(len(v) for v in runs.values())
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {key[2:]}, scale {km.get('scale', '?')}, shared_buffers 4GB, standby on the "
-            f"capped volume: TPS after the promotion (median of {nrep} reps)' noenhanced",
-            "set xlabel 'seconds since the promotion (pgbench -S -c 2 -j 2 -M prepared against the promoted standby)'",
-            "set ylabel 'TPS / primary steady-state TPS'",
-            "set key below horizontal",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}.gp"), png,
+               f"PostgreSQL {key[2:]}, scale {km.get('scale', '?')}, shared_buffers 4GB, standby on the "
+               f"capped volume: TPS after the promotion (median of {nrep} reps)",
+               "seconds since the promotion (pgbench -S -c 2 -j 2 -M prepared against the promoted standby)",
+               "TPS / primary steady-state TPS", "below horizontal", plots))
 
     # the primary's cost of publishing
     # several cost files (an added run's <key>-cost2.csv ...): all rows count

@@ -87,9 +87,7 @@ done
 need_root
 COST_REPS=${COST_REPS:-5}
 STEADY_LAST=30
-for v in reps seconds follow_seconds dump_interval scale COST_REPS first_rep; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers reps seconds follow_seconds dump_interval scale COST_REPS first_rep
 ((reps >= 1 && seconds >= 1 && follow_seconds > STEADY_LAST)) ||
 	die "--reps and --seconds must be >= 1, --follow-seconds > $STEADY_LAST"
 IFS=, read -r -a methodlist <<<"$methods"
@@ -111,9 +109,7 @@ mkdir -p "$out/raw"
 	echo "command=bench/failover.sh ${args[*]}"
 	echo "effective=--pg $pgs --reps $reps --methods $methods --seconds $seconds --follow-seconds $follow_seconds --dump-interval $dump_interval --scale $scale$([ $cost = 1 ] || echo ' --no-cost')$([ $runs = 1 ] || echo ' --cost-only')"
 	echo "env=COST_REPS=$COST_REPS EXTRA_CONF=$(tr '\n' ';' <<<"$EXTRA_CONF")"
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 	echo "steady_last=$STEADY_LAST"
 } >"$out/info.txt"
 
@@ -138,12 +134,6 @@ stop_immediate() {
 }
 
 pgb() { "$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -S -M prepared -c 2 -j 2 -P 1 "$@" bench; }
-
-write_meta() {
-	local f=$1
-	shift
-	printf '%s\n' "$@" >"$f"
-}
 
 # setup_primary: the pgbench database (bench/lib.sh's ensure_db), with the
 # extension in postgres too, for the standby channel.
@@ -214,7 +204,7 @@ foreign_drops() {
 
 # one_run METHOD REP
 one_run() {
-	local m=$1 rep=$2 name sampler t_stop t_promote t_promoted t_bench t_end load
+	local m=$1 rep=$2 name t_stop t_promote t_promoted t_bench t_end load
 	name=$key-$m-r$rep
 	say "$name: primary warm, the standby cold (follow_primary = ${m/none/off})"
 	start_primary "$P_CL/logs/$name-primary.log"
@@ -224,17 +214,10 @@ one_run() {
 	local t_sready=$T_READY up0 up1
 	read -r up0 _ </proc/uptime
 	say "$name: standby ready after $(elapsed "$T_LAUNCH" "$T_READY") s; pgbench on the primary ${follow_seconds} s"
-	(
-		for ((i = 0; i < follow_seconds / 5 + 1; i++)); do
-			status_line
-			sleep 5
-		done
-	) >"$out/raw/$name.follow" 2>&1 &
-	sampler=$!
+	status_sampler_start "$follow_seconds" "$out/raw/$name.follow" status_line
 	primary
 	pgb -T "$follow_seconds" >"$out/raw/$name.primary.pgbench" 2>&1 || say "WARNING: pgbench on the primary failed"
-	kill "$sampler" 2>/dev/null || true
-	wait "$sampler" 2>/dev/null || true
+	status_sampler_stop
 	standby
 	status_line >"$out/raw/$name.before"
 	primary
@@ -389,8 +372,7 @@ for pg in "${pglist[@]}"; do
 	P_CL=$BENCH_BASE/failover-pg$pg-s$scale
 	S_CL=$CAPPED_DIR/pgwc-bench/failover-pg$pg-s$scale
 	PRISTINE=$P_CL/standby-pristine
-	bash "$BENCH_DIR/capped-disk.sh" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
-	CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+	capped_up
 	mkdir -p "$P_CL" "$S_CL"
 	exec 9>"$P_CL.lock"
 	flock -n 9 || die "another benchmark uses $P_CL"
@@ -408,7 +390,7 @@ for pg in "${pglist[@]}"; do
 		pg_stop
 		dd_standby start
 		write_meta "$out/raw/$key.meta" "version=$version" "scale=$scale" "db_mb=$dbmb" \
-			"so_md5=$SO_MD5" "capped=${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA" \
+			"so_md5=$SO_MD5" "capped=$(cap_text)" \
 			"dump_interval=$dump_interval" "follow_seconds=$follow_seconds" "seconds=$seconds"
 		if [ $runs = 1 ]; then
 			for ((rep = first_rep; rep < first_rep + reps; rep++)); do
@@ -418,8 +400,7 @@ for pg in "${pglist[@]}"; do
 		fi
 		[ $cost = 0 ] || cost
 		stop_both
-		check_so
-		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+		note_so "$out/raw/$key.meta"
 	}
 	locked run_major
 	# The standby's copy is not needed between runs; the volume is small.

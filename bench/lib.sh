@@ -357,6 +357,46 @@ repo_version() {
 	echo "$v"
 }
 
+# run_info: the lines of a run's info.txt that say when it ran, on what
+# machine and with which pg_warmcache.
+run_info() {
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
+	echo "repo=$(repo_version)"
+}
+
+# whole_numbers VAR...: dies unless each variable named holds a whole number.
+whole_numbers() {
+	local v
+	for v; do
+		[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
+	done
+}
+
+# write_meta FILE KEY=VALUE...: a result file of key=value lines.
+write_meta() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" >"$f"
+}
+
+# note_so FILE: check_so, and the library's changes, if any, added to FILE
+# as so_changed.
+note_so() {
+	check_so
+	[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$1"
+}
+
+# capped_up: the capped disk (capped-disk.sh up: made if need be, mounted
+# at CAPPED_DIR, its cap set); sets CAPPED_RA, its read_ahead_kb.
+capped_up() {
+	bash "$BENCH_DIR/capped-disk.sh" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
+	CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+}
+
+# cap_text: the capped disk's cap, as the result files give it.
+cap_text() { echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA"; }
+
 # use_cluster DISK SCALE [NAME]: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
 # to start servers under, or empty) and CAPPED_RA (the capped disk's
 # read_ahead_kb), takes the cluster's lock.
@@ -372,8 +412,7 @@ use_cluster() {
 		;;
 	capped)
 		CAPPED=$BENCH_DIR/capped-disk.sh
-		bash "$CAPPED" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
-		CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+		capped_up
 		[ -z "$PG_ROOT" ] || chroot_bind "$CAPPED_DIR"
 		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
 		;;
@@ -541,6 +580,26 @@ cpu_sampler_stop() {
 	mem_sample >>"$CPU_SAMPLE_FILE" 2>/dev/null || true
 	cpu_sample >>"$CPU_SAMPLE_FILE"
 	CPU_SAMPLER=""
+}
+
+# status_sampler_start SECONDS FILE CMD...: CMD every 5 s in the
+# background, SECONDS / 5 + 1 times at most, its output into FILE, until
+# status_sampler_stop.
+STATUS_SAMPLER=""
+status_sampler_start() {
+	local n=$(($1 / 5 + 1)) f=$2
+	shift 2
+	(
+		for ((i = 0; i < n; i++)); do
+			"$@"
+			sleep 5
+		done
+	) >"$f" 2>&1 &
+	STATUS_SAMPLER=$!
+}
+status_sampler_stop() {
+	kill "$STATUS_SAMPLER" 2>/dev/null || true
+	wait "$STATUS_SAMPLER" 2>/dev/null || true
 }
 
 # Stop the server when the script ends, whatever the reason.
@@ -725,6 +784,49 @@ bench_db_dd() {
 	say "$1: cold sequential read of the database's ${#files[@]} files (${dbmb} MB)"
 	locked cold_read "${files[@]}"
 	say "$1: dd $CR_RATE MB/s"
+}
+
+# for_each_cluster FUNC: for each major of the script's pglist, pg_warmcache
+# built and installed (use_pg); for each disk of its disklist, the cluster
+# at its scale (use_cluster) with the pgbench database (ensure_db, holding
+# BENCH_LOCK) and the dd of its files (bench_db_dd); then FUNC KEY, KEY
+# being pg<major>-<disk>, which writes $out/raw/KEY.meta (cluster_meta);
+# last the library's changes, if any, added to that file (note_so).
+for_each_cluster() {
+	local pg disk key
+	for pg in "${pglist[@]}"; do
+		use_pg "$pg"
+		for disk in "${disklist[@]}"; do
+			use_cluster "$disk" "$scale"
+			locked ensure_db
+			key=pg$pg-$disk
+			bench_db_dd "$key"
+			"$1" "$key"
+			note_so "$out/raw/$key.meta"
+		done
+	done
+}
+
+# cluster_meta FILE [KEY=VALUE...]: a cluster's result file: what
+# bench_db_dd found (version, block size, size, the dd), its scale, the
+# lines given, the library's md5 and the cap of the capped disk (empty on
+# the local disk).
+cluster_meta() {
+	local f=$1
+	shift
+	write_meta "$f" "version=$version" "block_size=$blcksz" "scale=$SCALE" "db_mb=$dbmb" \
+		"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "$@" \
+		"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && cap_text)"
+}
+
+# hot_start_sql FILE: warmup.sh's hot-start workload as a pgbench script:
+# a hot set of 1/HOT_DIVISOR of pgbench_accounts, at the table's start.
+hot_start_sql() {
+	cat >"$1" <<EOF
+\\set n 100000 * :scale
+\\set aid random(1, :n / $HOT_DIVISOR)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+EOF
 }
 
 # Files of one relation's main fork.

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from reportlib import fmt, meta, spread, tps_series
+from reportlib import fmt, machine_line, meta, spread, tps_series
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -50,8 +50,7 @@ p = lines.append
 p(f"# The restore beside a cached hot set, saved set twice shared_buffers: {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; {info.get('env', '')}).  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Hot pages: the pages of pgbench_accounts and its primary key in shared buffers when the restore "
   "is asked for (pg_buffercache). Kept: of those, in the same buffer once pgbench and the restore "

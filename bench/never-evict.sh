@@ -68,9 +68,7 @@ need_root
 CLIENTS=${CLIENTS:-2}
 HOT_DIVISOR=${HOT_DIVISOR:-100}
 RESTORE_WAIT=${RESTORE_WAIT:-60}
-for v in scale reps seconds trigger CLIENTS HOT_DIVISOR RESTORE_WAIT; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers scale reps seconds trigger CLIENTS HOT_DIVISOR RESTORE_WAIT
 ((reps >= 1 && trigger >= 1 && seconds > trigger)) || die "--reps and --trigger must be >= 1, --seconds above --trigger"
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
@@ -81,18 +79,12 @@ IFS=, read -r -a disklist <<<"$disks"
 
 out=${OUT_DIR:-$BENCH_DIR/out/$(date +%Y%m%d-%H%M%S)-never-evict}
 mkdir -p "$out/raw"
-cat >"$out/hot-start.sql" <<EOF
-\\set n 100000 * :scale
-\\set aid random(1, :n / $HOT_DIVISOR)
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-EOF
+hot_start_sql "$out/hot-start.sql"
 {
 	echo "command=bench/never-evict.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --scale $scale --reps $reps --methods $methods --seconds $seconds --trigger $trigger"
 	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR RESTORE_WAIT=$RESTORE_WAIT EXTRA_CONF=${EXTRA_CONF:-}"
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 } >"$out/info.txt"
 
 # The hot set's pages in shared buffers: "buffer relfilenode fork block".
@@ -171,26 +163,18 @@ one_rep() {
 	done
 }
 
-for pg in "${pglist[@]}"; do
-	use_pg "$pg"
-	for disk in "${disklist[@]}"; do
-		use_cluster "$disk" "$scale"
-		locked ensure_db
-		key=pg$pg-$disk
-		bench_db_dd "$key"
-		locked saved_set "$key"
-		printf '%s\n' "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
-			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "saved_blocks=$SAVED" \
-			"shared_buffers_kb=$SBUF_KB" "seconds=$seconds" "trigger=$trigger" "so_md5=$SO_MD5" \
-			"capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")" \
-			>"$out/raw/$key.meta"
-		for ((rep = 1; rep <= reps; rep++)); do
-			locked one_rep "$rep" "$key"
-		done
-		check_so
-		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+# one_cluster KEY: the saved set, then the repetitions.
+one_cluster() {
+	local rep
+	locked saved_set "$1"
+	cluster_meta "$out/raw/$1.meta" "saved_blocks=$SAVED" "shared_buffers_kb=$SBUF_KB" \
+		"seconds=$seconds" "trigger=$trigger"
+	for ((rep = 1; rep <= reps; rep++)); do
+		locked one_rep "$rep" "$1"
 	done
-done
+}
+
+for_each_cluster one_cluster
 
 /usr/bin/python3 "$BENCH_DIR/never-evict-report.py" "$out"
 say "results in $out"

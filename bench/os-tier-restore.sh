@@ -171,7 +171,7 @@ done
 	echo "# The OS tier: a table read only by sequential scans, after a cold restart"
 	echo
 	echo "Command: \`bench/os-tier-restore.sh ${args[*]}\` on $(date -u '+%Y-%m-%d %H:%M UTC'),"
-	echo "$("$BINDIR/postgres" --version), $disk disk$([ -n "$CAPPED" ] && echo " (${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA)"),"
+	echo "$("$BINDIR/postgres" --version), $disk disk$([ -n "$CAPPED" ] && echo " ($(cap_text))"),"
 	echo "pg_warmcache $(repo_version), shared_buffers 256MB, report table $REPORT_MB MB."
 	echo "Warm report (files in the OS cache, before the dumps): ${WARM_MS[*]} ms."
 	echo "Dumps: $N_OFF blocks with dump_os_cache = off, $N_ON with on ($N_ON_OS of them the OS tier)."

@@ -1,11 +1,13 @@
 """What the report scripts of bench/ share: the runs' key=value files,
-pgbench's progress lines and the server log's timestamps, and how they
-print a figure."""
+pgbench's progress lines and the server log's timestamps, how they
+print a figure and how they plot TPS over time."""
 
 import datetime
+import glob
 import os
 import re
 import statistics
+import subprocess
 
 PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
 LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
@@ -20,6 +22,16 @@ def meta(path):
                 k, v = line.rstrip("\n").split("=", 1)
                 d[k] = v
     return d
+
+
+def run_files(raw, prefix, methods):
+    """(method, repetition, base path, meta) of each run of raw/ whose
+    .meta file is PREFIX-METHOD-rREP.meta, METHOD matching the regular
+    expression methods, in the order of the file names."""
+    for f in sorted(glob.glob(os.path.join(raw, f"{prefix}-*-r*.meta"))):
+        m = re.fullmatch(rf"{re.escape(prefix)}-({methods})-r(\d+)\.meta", os.path.basename(f))
+        if m:
+            yield m.group(1), int(m.group(2)), f[:-5], meta(f)
 
 
 def tps_series(path):
@@ -42,6 +54,13 @@ def logts(line):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+def machine_line(info):
+    """The results page's line on the machine and the build, from the run's
+    info.txt (bench/lib.sh, run_info)."""
+    return (f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
+            "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+
+
 def spread(xs, spec=".2f"):
     """median (min-max)"""
     xs = [x for x in xs if x is not None]
@@ -59,6 +78,71 @@ def fmt(x, spec=".2f", none="-"):
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
+
+
+def t90_text(t90s, n):
+    """The t90 of a method's runs (None: a run that did not get there in
+    its n seconds): median (min-max); where runs did not get there, they
+    count as the longest, and the median alone, or >n."""
+    if all(x is not None for x in t90s):
+        return spread(t90s, ".0f")
+    mt = statistics.median([x if x is not None else float("inf") for x in t90s])
+    return f">{n}" if mt == float("inf") else f"{mt:.0f}"
+
+
+def dd_text(raw, key):
+    """The dd runs of a major, raw/KEY-dd-TAG.meta, oldest first: "TAG MB/s
+    (MB in s)", comma-separated; empty without any."""
+    dds = [(os.path.basename(f)[len(key) + 4:-5], meta(f))
+           for f in sorted(glob.glob(os.path.join(raw, f"{key}-dd-*.meta")), key=os.path.getmtime)]
+    return ", ".join(f"{t} {d['dd_mb_per_s']} MB/s ({int(d['dd_bytes']) / 1048576:.0f} MB in {d['dd_seconds']} s)"
+                     for t, d in dds if d.get("dd_mb_per_s"))
+
+
+def window_mean(tpss, n, steady):
+    """Mean TPS of the first n seconds over steady.  pgbench -T n may not
+    print its last progress line: one missing second is tolerated."""
+    if not steady or len(tpss) < n - 1:
+        return None
+    xs = tpss[:n]
+    return sum(xs) / len(xs) / steady
+
+
+def write_medians(path, runs):
+    """Writes "second median" lines to path: per second, the median of what
+    the runs' [(second, value)] series have for it."""
+    bysec = {}
+    for series in runs:
+        for sec, x in series:
+            bysec.setdefault(sec, []).append(x)
+    with open(path, "w") as fh:
+        for sec in sorted(bysec):
+            fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+
+
+def plot(gpfile, png, title, xlabel, ylabel, key, plots):
+    """The PNG png of plots (gnuplot's plot arguments) through gnuplot, its
+    script kept in gpfile.  Returns the report's line: the PNG's name, or
+    why gnuplot failed."""
+    gp = "\n".join([
+        "set terminal pngcairo size 1000,560 font ',10'",
+        f"set output '{png}'",
+        f"set title '{title}' noenhanced",
+        f"set xlabel '{xlabel}'",
+        f"set ylabel '{ylabel}'",
+        f"set key {key}",
+        "set grid",
+        "set yrange [0:*]",
+        "set xrange [0:*]",
+        "plot " + ", \\\n     ".join(plots),
+        ""])
+    with open(gpfile, "w") as fh:
+        fh.write(gp)
+    try:
+        subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+        return f"\nPlot: {os.path.basename(png)}"
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"\n(gnuplot failed: {e})"
 
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

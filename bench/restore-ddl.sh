@@ -63,9 +63,7 @@ while [ $# -gt 0 ]; do
 done
 need_root
 RESTORE_WAIT=${RESTORE_WAIT:-90}
-for v in scale xscale reps RESTORE_WAIT; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers scale xscale reps RESTORE_WAIT
 for v in delay hold; do
 	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--$v must be a number of seconds"
 done
@@ -84,9 +82,7 @@ mkdir -p "$out/raw"
 	echo "command=bench/restore-ddl.sh ${args[*]}"
 	echo "effective=--pg $pg --disk $disk --scale $scale --xscale $xscale --tests $tests --methods $methods --reps $reps --delay $delay --hold $hold"
 	echo "env=RESTORE_WAIT=$RESTORE_WAIT WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}"
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 } >"$out/info.txt"
 
 # wait_restore METHOD LOG SECONDS: until the restore's log line; prints the
@@ -257,10 +253,9 @@ use_cluster "$disk" "$scale"
 key=pg$pg-$disk
 locked setup
 say "$key: dd of bench's files $CR_RATE MB/s"
-write_meta() { local f=$1; shift; printf '%s\n' "$@" >"$f"; }
 write_meta "$out/raw/$key.meta" "version=$version" "scale=$scale" "xscale=$xscale" \
 	"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "so_md5=$SO_MD5" \
-	"capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")"
+	"capped=$([ -n "$CAPPED" ] && cap_text)"
 echo "pg,disk,test,method,rep,ms,status,issued_after_ready_s,restore_done_after_s,accounts_cached_pct,accounts_os_cached_pct,restore_log" >"$out/runs.csv"
 NEED_PREPARE=1
 for ((rep = 1; rep <= reps; rep++)); do
@@ -271,8 +266,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 		done
 	done
 done
-check_so
-[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+note_so "$out/raw/$key.meta"
 
 /usr/bin/python3 - "$out" <<'EOF' | tee "$out/results.md"
 import csv, os, statistics, sys

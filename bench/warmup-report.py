@@ -12,10 +12,10 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from reportlib import cpu_shares, fmt, logts, med, mem_change, meta, tps_series
+from reportlib import (cpu_shares, fmt, logts, machine_line, med, mem_change, meta, plot, run_files,
+                       tps_series, window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -70,15 +70,6 @@ def first_second_at(series, level):
     return next((sec for sec, t in series if t >= level), None)
 
 
-def window_mean(tpss, n, steady):
-    """Mean TPS of the first n seconds over steady.  pgbench -T n may not
-    print its last progress line: one missing second is tolerated."""
-    if not steady or len(tpss) < n - 1:
-        return None
-    xs = tpss[:n]
-    return sum(xs) / len(xs) / steady
-
-
 info = meta(os.path.join(out, "info.txt"))
 lines = []
 p = lines.append
@@ -86,8 +77,7 @@ p(f"# Warm-up after a restart: {info.get('date', '')}")
 p("")
 p(f"Command: `{info.get('command', '')}` (effective: `{info.get('effective', '')}`; "
   f"{info.get('env', '')}).  ")
-p(f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
-  "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
+p(machine_line(info))
 p("")
 p("Load avg at end: the 1-minute load average when pgbench ended; the benchmark itself accounts "
   "for about 2 (2 clients, 2 backends on 2 cores): much more means other work competed for the CPU.  ")
@@ -137,13 +127,7 @@ for key in keys:
         steady2 = statistics.median([t for _, t in st2]) if st2 else None
         steady = max([x for x in (steady1, steady2) if x is not None], default=None)
         runs = {}
-        for f in sorted(glob.glob(os.path.join(raw, f"{key}-{w}-*-r*.meta"))):
-            m = re.fullmatch(rf"{re.escape(key)}-{w}-([\w-]+)-r(\d+)\.meta", os.path.basename(f))
-            if not m:
-                continue
-            method, rep = m.group(1), int(m.group(2))
-            base = f[:-5]
-            rm = meta(f)
+        for method, rep, base, rm in run_files(raw, f"{key}-{w}", r"[\w-]+"):
             series = tps_series(base + ".pgbench")
             for sec, t in series:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
@@ -383,40 +367,18 @@ for key in keys:
         os.makedirs(pdir, exist_ok=True)
         plots = []
         for method in order:
-            bysec = {}
-            for r in runs[method]:
-                for sec, t in r["series"]:
-                    bysec.setdefault(sec, []).append(t)
             dat = os.path.join(pdir, f"{key}-{w}-{method}.dat")
-            with open(dat, "w") as fh:
-                for sec in sorted(bysec):
-                    fh.write(f"{sec} {statistics.median(bysec[sec])}\n")
+            write_medians(dat, [r["series"] for r in runs[method]])
             plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{method}' noenhanced")
         png = os.path.join(out, f"{key}-{w}.png")
         if steady:
             plots.append(f"{steady} with lines dt 2 lw 1.5 lc rgb 'black' title 'steady state ({steady:.0f} TPS)'")
             plots.append(f"{0.9 * steady} with lines dt 3 lw 1 lc rgb 'gray50' title '90%'")
-        gp = "\n".join([
-            "set terminal pngcairo size 1000,560 font ',10'",
-            f"set output '{png}'",
-            f"set title 'PostgreSQL {pgv[2:]}, {disk} disk, scale {km.get('scale', '?')}, "
-            f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart' noenhanced",
-            "set xlabel 'seconds since the server accepted connections'",
-            "set ylabel 'TPS (pgbench -S -c 2 -j 2 -M prepared)'",
-            "set key bottom right",
-            "set grid",
-            "set yrange [0:*]",
-            "set xrange [0:*]",
-            "plot " + ", \\\n     ".join(plots),
-            ""])
-        with open(os.path.join(pdir, f"{key}-{w}.gp"), "w") as fh:
-            fh.write(gp)
-        try:
-            subprocess.run(["gnuplot"], input=gp, text=True, check=True)
-            p("")
-            p(f"Plot: {os.path.basename(png)}")
-        except (OSError, subprocess.CalledProcessError) as e:
-            p(f"\n(gnuplot failed: {e})")
+        p(plot(os.path.join(pdir, f"{key}-{w}.gp"), png,
+               f"PostgreSQL {pgv[2:]}, {disk} disk, scale {km.get('scale', '?')}, "
+               f"shared_buffers {sm.get('shared_buffers', '?')}, workload {w}: TPS after a cold restart",
+               "seconds since the server accepted connections", "TPS (pgbench -S -c 2 -j 2 -M prepared)",
+               "bottom right", plots))
 
     # idle restore
     idle = []

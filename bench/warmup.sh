@@ -133,9 +133,7 @@ RESTORE_WAIT=${RESTORE_WAIT:-60}
 IDLE_WAIT=${IDLE_WAIT:-600}
 IDLE_REPS=${IDLE_REPS:-1}
 AFTER_SECONDS=${AFTER_SECONDS:-0}
-for v in seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS AFTER_SECONDS; do
-	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
-done
+whole_numbers seconds scale reps PREP_SECONDS STEADY_SECONDS RESTORE_WAIT IDLE_WAIT IDLE_REPS AFTER_SECONDS
 ((reps >= 1 && seconds >= 1 && STEADY_SECONDS >= 1)) || die "--reps, --seconds and STEADY_SECONDS must be >= 1"
 case "$workload" in
 both) workloads=(uniform hot) ;;
@@ -165,19 +163,13 @@ cat >"$out/hot.sql" <<'EOF'
 \set aid :n - random_exponential(0, :n - 1, 20)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 EOF
-cat >"$out/hot-start.sql" <<EOF
-\\set n 100000 * :scale
-\\set aid random(1, :n / $HOT_DIVISOR)
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-EOF
+hot_start_sql "$out/hot-start.sql"
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
 	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)" | tr '\n' ' '
 	echo
-	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
-	echo "repo=$(repo_version)"
+	run_info
 } >"$out/info.txt"
 
 # pgbench_run WORKLOAD SECONDS OUTFILE: the clients, as the README says.
@@ -217,13 +209,6 @@ cold_start() {
 	method_conf "$1"
 	drop_caches
 	pg_start "$3"
-}
-
-# write_meta FILE KEY=VALUE...
-write_meta() {
-	local f=$1
-	shift
-	printf '%s\n' "$@" >"$f"
 }
 
 # prepare WORKLOAD: the saved state and the steady state of one workload.
@@ -377,33 +362,27 @@ idle_runs() {
 	done
 }
 
-for pg in "${pglist[@]}"; do
-	use_pg "$pg"
-	for disk in "${disklist[@]}"; do
-		use_cluster "$disk" "$scale"
-		locked ensure_db
-		key=pg$pg-$disk
-		bench_db_dd "$key"
-		write_meta "$out/raw/$key.meta" "version=$version" "block_size=$blcksz" "scale=$scale" "db_mb=$dbmb" \
-			"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "pgdata=$PGDATA" \
-			"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA")"
-		for w in "${workloads[@]}"; do
-			if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
-			if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi
-			locked prepare "$w" "$key"
-			[ "${ESTIMATE:-1}" = 0 ] || locked estimate_cold "$w" "$key"
-			[ $runs = 1 ] || continue
-			for ((rep = 1; rep <= reps; rep++)); do
-				locked one_rep "$w" "$rep" "$key"
-			done
-			locked steady_after "$w" "$key"
+# one_cluster KEY: per workload the saved state and the runs, then the
+# idle restores.
+one_cluster() {
+	local key=$1 w rep
+	cluster_meta "$out/raw/$key.meta" "pgdata=$PGDATA"
+	for w in "${workloads[@]}"; do
+		if [ $runs = 0 ] && [ "$w" != "${workloads[0]}" ]; then continue; fi
+		if [ $runs = 0 ] && [ -f "$CLDIR/dumps/$w/pg_warmcache.blocks" ]; then continue; fi
+		locked prepare "$w" "$key"
+		[ "${ESTIMATE:-1}" = 0 ] || locked estimate_cold "$w" "$key"
+		[ $runs = 1 ] || continue
+		for ((rep = 1; rep <= reps; rep++)); do
+			locked one_rep "$w" "$rep" "$key"
 		done
-		[ $idle = 0 ] || locked idle_runs "$key"
-		pg_stop
-		check_so
-		[ -z "$SO_CHANGED" ] || echo "so_changed=$SO_CHANGED" >>"$out/raw/$key.meta"
+		locked steady_after "$w" "$key"
 	done
-done
+	[ $idle = 0 ] || locked idle_runs "$key"
+	pg_stop
+}
+
+for_each_cluster one_cluster
 
 /usr/bin/python3 "$BENCH_DIR/warmup-report.py" "$out"
 say "results in $out"
