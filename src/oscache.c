@@ -81,7 +81,7 @@ wc_block_residency(const char *map, BlockNumber off, BlockNumber n,
  * holds, counted without mapping it: cachestat() counts the cached pages of
  * a range.  Most relation files are cached wholly or not at all, and for
  * those the count is the answer; a walk then spares their mapping and the
- * mincore() calls, half of its cost per file (docs/design.md, "Costs at
+ * mincore() calls, half of its cost per file (docs/rationale.md, "Costs at
  * scale").  A page that is being read counts as cached here, while
  * mincore() waits for the read to end: a difference of one moment.  Where
  * the call is missing (an older kernel, another system) or refused, it is

@@ -7,7 +7,7 @@
 #
 # 5,000 one-block tables are restored at 2 MB/s (256 blocks a second), and
 # the worker is asked every 2 s while it works, with the restore's
-# progress beside.  The budget (docs/design.md, "Costs at scale"): about
+# progress beside.  The budget (docs/rationale.md, "Costs at scale"): about
 # 1.2 MB of its own; the relcache entries of at most 1,024 relations,
 # which it then drops, about 4 MB; and PostgreSQL's per-process caches of
 # each relation visited (the statistics system's reference, the
