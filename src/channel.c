@@ -525,7 +525,7 @@ wc_fetch_followed(void)
 	}
 	if (!run_channel_worker(WC_CHANNEL_FETCH))
 		return false;
-	/* Cleared when the pass begins (wc_begin_restore), not here. */
+	/* Cleared when the pass begins (wc_begin_follow_pass()), not here. */
 	fresh = wc_follow_pass_is_due();
 	return fresh;
 }

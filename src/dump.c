@@ -248,7 +248,7 @@ scan_buffers(DumpJob *job)
 	}
 }
 
-/* Take a run of the OS tier: see oscache.c. */
+/* Take a run of the OS tier: see oswalk.c. */
 static void
 add_os_run(void *arg, const WarmRun *run)
 {
@@ -376,7 +376,7 @@ wc_note_saved_dump(const WarmFileHeader *hdr)
  * Dump the identities of the blocks in shared buffers to the dump file.
  * The shutdown dump includes unlogged relations' blocks (after a crash
  * they are reset anyway), and its walk of the OS page cache is bounded
- * (oscache.c).  If the buffer cache holds fewer than min_blocks blocks,
+ * (oswalk.c).  If the buffer cache holds fewer than min_blocks blocks,
  * counted like with like (unlogged ones too), the old file is kept and
  * WC_DUMP_KEPT is returned; if a periodic dump's walk stopped for a
  * shutdown request, WC_DUMP_STOPPED; otherwise the number of blocks

@@ -10,8 +10,8 @@
  * global/, pg_tblspc/), counts the cached pages of each segment 32 MB at a
  * time where the kernel has such a count, maps read-only only a segment
  * cached in part, asks mincore() which of its pages are resident (both
- * through oscache.c), and hands the runs of resident blocks to the dump.  A block counts when all
- * of its OS pages are resident.
+ * through oscache.c), and hands the runs of resident blocks to the dump.
+ * A block counts when all of its OS pages are resident.
  *
  * Nothing here takes a lock or reads a page: the mapping is never touched,
  * so a file dropped or truncated meanwhile is at worst a run that the

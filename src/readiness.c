@@ -22,12 +22,12 @@
  * past the end) or excluded (template databases) are out of the count;
  * blocks skipped as locked or unreadable stay in it, since the server does
  * not hold them.  A standby's fraction of the followed set is that of the
- * last finished pass, which the end of the pass notes (shmem.c,
- * wc_end_operation()); during a pass, the larger of it and the pass's own
+ * last finished pass, which its leader notes as it ends
+ * (wc_restore_note_pass_end()); during a pass, the larger of it and the pass's own
  * (a pass finds cached what the previous one left, so it starts where the
  * previous one ended, but counts from zero).  Until a first pass ends, 0.
  *
- * Everything is read from shared memory, under the module's lock in
+ * Everything is read from shared memory, under the status lock in
  * shared mode for a moment, plus at most one stat() of a file: cheap
  * enough to ask every second.  The waiting variant polls ten times a
  * second on its latch, holding nothing in between.

@@ -7,7 +7,7 @@
  *
  * The autowarm worker (autowarm.c), the restore leader that runs in it
  * (restore.c) and the shutdown dump's walk of the OS page cache
- * (oscache.c) need to know whether a shutdown request is the server's or
+ * (oswalk.c) need to know whether a shutdown request is the server's or
  * someone's pg_terminate_backend(), whether a second one came, and
  * whether a cancel came; the restore leader, the standby channel and
  * their workers are started the same way.  These pieces are here, below
@@ -67,7 +67,7 @@ wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
  * group (signal_child()), and the second copy may come while the shutdown
  * dump runs.  pg_terminate_backend(), kill and pg_ctl kill send it from another
  * process.  After the server's request, another one is a second request,
- * which cuts the shutdown dump's walk short (oscache.c).
+ * which cuts the shutdown dump's walk short (oswalk.c).
  */
 static void
 shutdown_request_handler(WC_SENDER_SIGNAL_ARGS)

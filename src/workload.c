@@ -5,7 +5,7 @@
  *		dump's walk of the OS cache ask it, and this process's CPU time.
  *
  * Both the restore (pacer.c) and a dump's walk of the relation files
- * (oscache.c) give way to queries: they look whether a query waits for a
+ * (oswalk.c) give way to queries: they look whether a query waits for a
  * data file read, and whether queries keep every CPU busy, and they count
  * their own CPU time against a budget (WC_BUSY_CPU_PERCENT).  The looks
  * are here, below both, so that neither calls the other.
