@@ -15,7 +15,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore cached fill_table wait_for_kept_file);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 # Three slots: the logical replication launcher, the autowarm worker, and
 # one for a restore worker or a parallel worker.
