@@ -5,11 +5,11 @@
 # preloaded, a cold restart, warmcache_status() and the waits on it, the
 # restore workers, blocks in shared buffers by pg_buffercache, filled
 # tables, timed statements and lock waits, backends that keep a CPU busy,
-# a walk held in open() and a server stopped without waiting, and the
-# standby channel's standbys and publications.  The tests keep their
-# assertions; nothing here checks anything, but psql_fails, which counts
-# the failure it expects as one test.  A test in t/ imports what it uses
-# by name:
+# parallel queries that hold worker slots, a walk held in open() and a
+# server stopped without waiting, and the standby channel's standbys and
+# publications.  The tests keep their assertions; nothing here checks
+# anything, but psql_fails, which counts the failure it expects as one
+# test.  A test in t/ imports what it uses by name:
 #
 #   use FindBin;
 #   use lib $FindBin::RealBin;
@@ -50,6 +50,8 @@ our @EXPORT_OK = qw(
   timed_psql
   lock_wait
   busy_backends
+  occupy_worker_slots
+  free_worker_slots
   database_dir
   release_fifo_reader
   wait_until_stopped
@@ -323,6 +325,48 @@ sub busy_backends
 		}
 		return $ran;
 	};
+}
+
+# Take $n slots of max_worker_processes: start a parallel query over table
+# $table of database postgres whose $n workers sleep until it is
+# cancelled, and wait until they run.  Returns its psql (an IPC::Run
+# harness) and the pid of its leader, for free_worker_slots.
+sub occupy_worker_slots
+{
+	my ($node, $n, $table) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d', $node->connstr('postgres'),
+			'-c', qq{
+SET max_parallel_workers_per_gather = $n;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT count(*) FROM $table WHERE pg_sleep(600) IS NULL /* occupy */}
+		],
+		'>', \$out, '2>', \$err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = $n FROM pg_stat_activity WHERE backend_type = 'parallel worker'"
+	) or die "timed out waiting for $n parallel workers";
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND query LIKE '%/* occupy */'"
+	);
+	return ($h, $pid);
+}
+
+# End the parallel query of occupy_worker_slots, whose psql is $h and
+# leader $pid, and wait until its workers have freed their slots.
+sub free_worker_slots
+{
+	my ($node, $h, $pid) = @_;
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+	$h->finish;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"
+	) or die 'timed out waiting for the parallel workers to end';
+	return;
 }
 
 # The directory of database postgres's relation files, under the data
