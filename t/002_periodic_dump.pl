@@ -14,7 +14,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_status relation_blocks);
+use WarmCache::DumpFormat qw(slurp_bin);
 
 my $node = start_node(
 	'periodic', q{

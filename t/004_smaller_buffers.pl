@@ -14,7 +14,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore_line relation_blocks);
 
 my $node = start_node(
 	'smaller', q{

@@ -13,7 +13,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore_line);
 
 # autowarm off for now: no dump at shutdown may replace the file that
 # warmcache_dump_now() writes before the objects go.

@@ -16,7 +16,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node wait_for_status);
+use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE FORMAT_VERSION slurp_bin
+  write_bin header runs whole_file write_dump_file);
 
 # Replace the 32-bit field at $off of a copy of the file.
 sub set_u32

@@ -14,7 +14,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore
+  relation_blocks cached);
+use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE slurp_bin write_bin header
+  whole_file);
 
 my $node = start_node('immediate');
 my $pgdata = $node->data_dir;

@@ -12,7 +12,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_status
+  wait_for_restore relation_blocks cached);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 my $primary =
   start_node('primary', "shared_buffers = 16MB\n", allows_streaming => 1);

@@ -16,7 +16,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_status wait_for_restore psql_fails relation_blocks cached);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin write_bin header whole_file);
 
 # The restore is capped at 1 MB/s per worker, and one worker does it, so
 # restoring the table below takes long enough (about 30 s) to act on it

@@ -13,7 +13,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(psql_fails relation_blocks cached);
 
 my $node = PostgreSQL::Test::Cluster->new('not_preloaded');
 $node->init;

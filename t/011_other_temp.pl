@@ -13,7 +13,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node psql_fails);
 
 my $node = start_node('other_temp');
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');

@@ -23,7 +23,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions relation_blocks);
 
 my $node = start_node(
 	'parallel_warm', q{

@@ -16,7 +16,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore cached fill_table lock_wait);
 
 # Granted within this many seconds: the restore looks for waiters every
 # 10 ms; a restore that holds its lock for a whole batch makes them wait

@@ -19,7 +19,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_status cached fill_table wait_for_restore_worker timed_psql);
 
 # Each command succeeds within this many seconds; the restore looks every
 # 100 ms whether its database is wanted.  A worker that stays makes them

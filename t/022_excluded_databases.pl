@@ -16,7 +16,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore fill_table wait_for_restore_worker timed_psql);
 
 # CREATE DATABASE waits 5 s for the sessions in its template to leave.
 my $max_secs = 2;

@@ -15,7 +15,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore cached fill_table wait_for_restore_worker
+  wait_for_kept_file);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 my $node = start_node(
 	'terminated', q{

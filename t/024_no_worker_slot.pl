@@ -11,11 +11,13 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore cached fill_table wait_for_kept_file occupy_worker_slots
+  free_worker_slots);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 # Three slots: the logical replication launcher, the autowarm worker, and
 # one for a restore worker or a parallel worker.
@@ -37,49 +39,11 @@ $node->safe_psql('postgres',
 my $warning =
   qr/WARNING:  pg_warmcache: could not start a restore worker\b/;
 
-# Start a parallel query whose worker sleeps in the free slot until the
-# query is cancelled; return its psql and the pid of its leader.
-sub occupy_slot
-{
-	my ($out, $err) = ('', '');
-	my $h = IPC::Run::start(
-		[
-			'psql', '-XAtq', '-d', $node->connstr('postgres'),
-			'-c', q{
-SET max_parallel_workers_per_gather = 1;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SELECT count(*) FROM small WHERE pg_sleep(600) IS NULL /* occupy */}
-		],
-		'>', \$out, '2>', \$err,
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"
-	) or die 'timed out waiting for the parallel worker';
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND query LIKE '%/* occupy */'"
-	);
-	return ($h, $pid);
-}
-
-# End the parallel query: its worker frees the slot.
-sub free_slot
-{
-	my ($h, $pid) = @_;
-	$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
-	$h->finish;
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"
-	) or die 'timed out waiting for the parallel worker to end';
-	return;
-}
-
 #---- The slot frees: the restore completes ----
 
 restart_cold($node);
 my $total = header(slurp_bin($file))->{nblocks};
-my ($h, $pid) = occupy_slot();
+my ($h, $pid) = occupy_worker_slots($node, 1, 'small');
 ok(1, 'a parallel worker takes the last free slot');
 
 my $offset = -s $node->logfile;
@@ -91,7 +55,7 @@ sleep(2);
 is(status($node, "state, restore_blocks_done"),
 	'restoring|0', 'the restore waits for a slot');
 
-free_slot($h, $pid);
+free_worker_slots($node, $h, $pid);
 wait_for_restore($node);
 my $log = slurp_file($node->logfile, $offset);
 my @warnings = ($log =~ /$warning/g);
@@ -112,7 +76,7 @@ is(cached($node, 'big'), $big_blocks,
 restart_cold($node);
 my $saved = slurp_bin($file);
 $total = header($saved)->{nblocks};
-($h, $pid) = occupy_slot();
+($h, $pid) = occupy_worker_slots($node, 1, 'small');
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', 'SELECT warmcache_restore_now()');
 $node->wait_for_log($warning, $offset);
@@ -126,6 +90,6 @@ wait_for_kept_file($node, $total);
 ok(1, 'the periodic dump keeps the saved file');
 ok(slurp_bin($file) eq $saved, 'the saved file is unchanged');
 
-free_slot($h, $pid);
+free_worker_slots($node, $h, $pid);
 $node->stop;
 done_testing();

@@ -14,7 +14,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node status wait_for_status);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin header whole_file);
 
 # The owner of a file with mode 000 cannot read it, unless it is root.
 plan skip_all => 'root reads any file' if $> == 0;

@@ -15,7 +15,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold
+  wait_for_restore cached fill_table);
+use WarmCache::PageCache qw(OS_CACHE_SHARE os_cached_bytes drop_os_cache);
 
 plan skip_all => 'fincore (util-linux) is not installed'
   if system('fincore --version >/dev/null 2>&1') != 0;

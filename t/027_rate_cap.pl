@@ -13,7 +13,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore
+  fill_table wait_for_restore_worker);
 
 # MB/s; the measured rate may exceed it by this factor (a short burst is
 # allowed); one cap per worker made it twice the cap.

@@ -13,7 +13,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore cached fill_table);
 
 # Replay is caught up within this many seconds; a restore holding its lock
 # for a whole batch stalls it for tens of seconds at 1 MB/s (and for ever

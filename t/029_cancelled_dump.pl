@@ -16,7 +16,8 @@ use File::Path qw(make_path remove_tree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions psql_fails fill_table);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 # Small chunks, so that a dump spills sorted chunks to the scratch file.
 my $node = start_node(

@@ -21,7 +21,11 @@ use File::Find;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore_line
+  relation_blocks cached);
+use WarmCache::DumpFormat qw(FORMAT_VERSION slurp_bin write_bin header runs
+  write_dump_file);
+use WarmCache::PageCache qw(resident_blocks evict_files);
 
 my $node = start_node(
 	'os_tier', q{

@@ -21,7 +21,11 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache qw(:machine_alone);
+use WarmCache::Turnstile qw(:machine_alone);
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  relation_blocks cached);
+use WarmCache::DumpFormat qw(slurp_bin runs);
+use WarmCache::PageCache qw(resident_blocks evict_files);
 
 my $primary = start_node('primary',
 	"shared_buffers = 32MB\npg_warmcache.dump_os_cache = on\n",

@@ -20,7 +20,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore relation_blocks cached);
+use WarmCache::PageCache qw(resident_blocks evict_files);
 
 my $node = start_node(
 	'skips', q{

@@ -21,7 +21,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache qw(:machine_alone);
+use WarmCache::Turnstile qw(:machine_alone);
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore wait_for_restore_line cached fill_table busy_backends);
+use WarmCache::PageCache qw(resident_blocks evict_files);
 
 my $node = start_node(
 	'busy', q{

@@ -24,7 +24,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node status psql_fails following_standby
+  publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 my $primary = start_node('primary',
 	"shared_buffers = 16MB\nlog_min_messages = debug1\n",

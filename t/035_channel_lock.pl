@@ -19,7 +19,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  following_standby publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 # A wait for a lock longer than this, seen in pg_locks, is a stall.
 my $max_wait = '3 s';

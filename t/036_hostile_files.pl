@@ -25,7 +25,11 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_status wait_for_restore_line relation_blocks cached);
+use WarmCache::DumpFormat qw(MAGIC FORMAT_VERSION slurp_bin write_bin leb128
+  encode_runs crc32c write_dump_file);
+use WarmCache::PageCache qw(OS_CACHE_SHARE os_cached_bytes drop_os_cache);
 
 # No autovacuum: it would read the table behind the oracles' back.
 my $node = start_node('hostile', "shared_buffers = 32MB\nautovacuum = off\n",

@@ -31,7 +31,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status cached
+  fill_table wait_for_restore_worker);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 # The autowarm worker's bgw_restart_time (WC_RESTART_S in src/autowarm.c)
 use constant RESTART_S => 10;

@@ -21,7 +21,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions relation_blocks
+  fill_table);
 
 # Eight slots: the logical replication launcher and the autowarm worker
 # hold two; the restore (two workers) and the channel (one) need three of

@@ -27,7 +27,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status cached);
+use WarmCache::DumpFormat qw(slurp_bin runs);
+use WarmCache::PageCache qw(os_cached_bytes_of);
 
 my $primary = start_node('primary',
 	"shared_buffers = 64MB\npg_warmcache.dump_os_cache = on\nwal_keep_size = 512MB\n",

@@ -21,7 +21,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore
+  cached fill_table wait_for_restore_worker timed_psql);
+use WarmCache::PageCache qw(resident_blocks evict_files);
 
 # The fraction now: a wait of 0 s for everything looks once.
 my $fraction_sql = 'SELECT warmcache_wait_warm(1.0, 0)';

@@ -19,7 +19,8 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions fill_table
+  wait_for_restore_worker);
 
 my $pg_exporter = '/usr/bin/prometheus-postgres-exporter';
 my $sql_exporter = '/usr/bin/prometheus-sql-exporter';

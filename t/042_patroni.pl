@@ -24,7 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache ();    # takes this test's turn (test/run)
+use WarmCache::Turnstile ();    # takes this test's turn (test/run)
 
 my $python = '/usr/bin/python3';
 my $patroni = '/usr/bin/patroni';

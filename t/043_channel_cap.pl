@@ -18,7 +18,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  following_standby);
+use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE RUN_SIZE slurp_bin);
 
 my $primary = start_node('primary', "shared_buffers = 16MB\n",
 	allows_streaming => 1);

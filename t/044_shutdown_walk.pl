@@ -29,7 +29,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 use constant WALK_BOUND_S => 10;
 

@@ -24,7 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_status);
 
 my $node = start_node(
 	'members', q{

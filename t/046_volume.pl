@@ -24,7 +24,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore_line);
+use WarmCache::DumpFormat qw(MAGIC FORMAT_VERSION write_dump_file);
 
 use constant NDB => 24;
 use constant NTAB => 50;

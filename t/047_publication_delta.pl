@@ -19,7 +19,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions following_standby
+  publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin header runs encode_runs crc32c);
 
 my $primary = start_node('primary',
 	"shared_buffers = 64MB\nwal_keep_size = 256MB\n",

@@ -30,7 +30,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold
+  wait_for_restore wait_for_restore_line);
 
 use constant NTAB => 5000;
 

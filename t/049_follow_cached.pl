@@ -18,7 +18,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions following_standby
+  publish_dump wait_for_followed_pass);
+use WarmCache::PageCache qw(OS_CACHE_SHARE resident_blocks evict_files
+  keep_in_use stop_keeping);
 
 plan skip_all => 'fincore (util-linux) is not installed'
   if system('fincore --version >/dev/null 2>&1') != 0;

@@ -19,7 +19,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions wait_for_restore_line
+  fill_table);
+use WarmCache::PageCache qw(OS_CACHE_SHARE resident_blocks evict_files);
 
 plan skip_all => 'fincore (util-linux) is not installed'
   if system('fincore --version >/dev/null 2>&1') != 0;

@@ -24,7 +24,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions cached fill_table);
+use WarmCache::PageCache qw(os_cached_block_sets evict_files);
 
 plan skip_all => 'python3 is not installed'
   if system('python3 -c 1 >/dev/null 2>&1') != 0;

@@ -22,7 +22,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions following_standby
+  publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin header runs write_dump_file);
 
 my $primary = start_node('primary', "shared_buffers = 16MB\n",
 	allows_streaming => 1);

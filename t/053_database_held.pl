@@ -20,7 +20,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status cached
+  fill_table wait_for_restore_worker);
 
 # The bound, WC_DB_WANTED_MAX_S in include/restore.h, and what the test
 # allows beyond it: the leader looks every 100 ms, the rest of the restore

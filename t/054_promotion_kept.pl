@@ -19,7 +19,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status cached
+  fill_table following_standby publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin);
+use WarmCache::PageCache qw(evict_files);
 
 my $primary = start_node('primary', "shared_buffers = 64MB\n",
 	allows_streaming => 1);

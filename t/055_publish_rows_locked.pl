@@ -16,7 +16,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions fill_table
+  following_standby publish_dump wait_for_followed_pass);
+use WarmCache::DumpFormat qw(slurp_bin header);
 
 my $primary = start_node('primary', "shared_buffers = 16MB\n",
 	allows_streaming => 1);

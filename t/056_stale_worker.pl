@@ -21,7 +21,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status fill_table
+  wait_for_restore_worker);
 
 my $node = start_node(
 	'stale', q{

@@ -17,7 +17,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore relation_blocks cached fill_table);
 
 my $node = start_node(
 	'never_evict', q{

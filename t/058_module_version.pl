@@ -13,7 +13,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node);
 
 my $node = start_node('module_version');
 if ($node->safe_psql('postgres', 'SHOW server_version_num') < 180000)

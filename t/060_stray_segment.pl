@@ -7,9 +7,9 @@
 # past the largest block number, and the dump writes no file the reader
 # refuses: warmcache_restore_now() reads the file, a restart restores it
 # and sets nothing aside.  The oracles are the file on disk, decoded by the
-# tests' own reader (WarmCache.pm), util-linux fincore for the stray page,
-# and the server log.  A file numbered past the last segment is left out
-# too.
+# tests' own reader (t/WarmCache/DumpFormat.pm), util-linux fincore for
+# the stray page, and the server log.  A file numbered past the last
+# segment is left out too.
 
 use strict;
 use warnings;
@@ -20,7 +20,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status wait_for_status
+  wait_for_restore);
+use WarmCache::DumpFormat qw(slurp_bin header runs whole_file);
+use WarmCache::PageCache qw(os_cached_bytes_of);
 
 use constant SEGMENT_BYTES => 1024 * 1024 * 1024;
 

@@ -7,10 +7,11 @@
 # The publications are written here (a superuser's rows in the channel's
 # table, as t/036 does): a file of 100,000 runs of a relation that does not
 # exist, then eight deltas of one run each, made by the tests' own encoder
-# (WarmCache.pm).  Oracles: the followed file against the file the deltas
-# make, byte for byte, and the bytes the standby's processes wrote, from
-# the kernel's count for the postmaster (/proc/<pid>/io, which takes in
-# each child it has reaped, such as the channel worker).
+# (t/WarmCache/DumpFormat.pm).  Oracles: the followed file against the
+# file the deltas make, byte for byte, and the bytes the standby's
+# processes wrote, from the kernel's count for the postmaster
+# (/proc/<pid>/io, which takes in each child it has reaped, such as the
+# channel worker).
 
 use strict;
 use warnings;
@@ -21,7 +22,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions following_standby
+  wait_for_followed_pass);
+use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE FORMAT_VERSION slurp_bin
+  header encode_runs crc32c write_dump_file);
 
 my $primary = start_node('primary', "autovacuum = off\n", allows_streaming => 1);
 create_extensions($primary);

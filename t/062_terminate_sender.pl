@@ -27,7 +27,8 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status cached
+  fill_table new_worker_pid);
 
 # The autowarm worker's bgw_restart_time (WC_RESTART_S in src/autowarm.c)
 use constant RESTART_S => 10;

@@ -24,7 +24,9 @@ use POSIX qw(mkfifo);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status database_dir
+  release_fifo_reader wait_until_stopped);
+use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 use constant HOLD_S => 3;
 

@@ -22,7 +22,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions status
+  wait_for_restore cached fill_table wait_for_restore_worker timed_psql);
+use WarmCache::PageCache qw(drop_os_cache);
 
 # One worker at 1 MB/s: the 64 MB table, out of the OS cache as far as the
 # kernel lets us, takes up to a minute to restore, one batch from its

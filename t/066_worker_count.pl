@@ -16,12 +16,12 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions relation_blocks
+  occupy_worker_slots free_worker_slots);
 
 # Eight slots: the logical replication launcher and the autowarm worker
 # hold two; the restore (two workers) and the channel (one) need three.
@@ -151,22 +151,7 @@ $node->safe_psql('postgres',
 $node->poll_query_until('postgres',
 	"SELECT current_setting('pg_warmcache.max_warm_workers') = '6'")
   or die 'max_warm_workers was not reloaded';
-my ($out, $err) = ('', '');
-my $h = IPC::Run::start(
-	[
-		'psql', '-XAtq', '-d', $node->connstr('postgres'),
-		'-c', q{
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SELECT count(*) FROM small WHERE pg_sleep(600) IS NULL /* occupy */}
-	],
-	'>', \$out, '2>', \$err,
-	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"
-) or die 'timed out waiting for the parallel workers';
+my ($h, $qpid) = occupy_worker_slots($node, 2, 'small');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('logical replication launcher', 'pg_warmcache autowarm', 'parallel worker')"
@@ -193,11 +178,7 @@ unlike($log, qr/could not start a restore worker/,
 like($log, qr/pg_warmcache: restore finished: restored (\d+) of \1 blocks/,
 	'the restore completed');
 
-my $qpid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND query LIKE '%/* occupy */'"
-);
-$node->safe_psql('postgres', "SELECT pg_cancel_backend($qpid)");
-$h->finish;
+free_worker_slots($node, $h, $qpid);
 $s->quit;
 
 $node->stop;

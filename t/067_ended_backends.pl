@@ -28,7 +28,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
-use WarmCache qw(:machine_alone);
+use WarmCache::Turnstile qw(:machine_alone);
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore_line cached fill_table busy_backends);
 
 my $node = start_node(
 	'ended', q{

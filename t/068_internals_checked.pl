@@ -20,7 +20,9 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold
+  wait_for_restore_line cached fill_table);
+use WarmCache::DumpFormat qw(slurp_bin runs);
 
 my $node = start_node(
 	'fence', q{

@@ -23,7 +23,11 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache qw(:machine_alone);
+use WarmCache::Turnstile qw(:machine_alone);
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore cached fill_table);
+use WarmCache::DumpFormat qw(slurp_bin write_bin);
+use WarmCache::PageCache qw(resident_blocks evict_files read_ahead_blocks);
 
 my $node = start_node(
 	'limit', q{

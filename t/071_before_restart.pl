@@ -20,7 +20,10 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use WarmCache;
+use WarmCache::Cluster qw(start_node create_extensions restart_cold status
+  wait_for_restore relation_blocks cached fill_table);
+use WarmCache::PageCache qw(resident_blocks evict_files keep_in_use
+  stop_keeping);
 
 my $node = start_node(
 	'census', q{
