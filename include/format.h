@@ -3,8 +3,8 @@
  * format.h
  *		The dump file's format: its names, its header, its runs and their
  *		ranks.  The files that write and read it (runcodec.c, dumpfile.c,
- *		pubdelta.c) and the tests' own reader (t/WarmCache.pm) follow it,
- *		and docs/design.md describes it.
+ *		pubdelta.c) and the tests' own reader (t/WarmCache/DumpFormat.pm)
+ *		follow it, and docs/design.md describes it.
  *
  * It is the bottom of the format's layers, with no code of its own, so
  * that the codec below the reader and writer can use its types.

@@ -4,7 +4,7 @@
 # written by the tests: its header, its runs (records of 28 bytes up to
 # version 2, encoded from version 3 on), its CRC-32C, and the bytes of a
 # file.  A second implementation of the format, independent of the
-# server's (include/dumpfile.h, src/dumpfile.c, src/runcodec.c; the format
+# server's (include/format.h, src/dumpfile.c, src/runcodec.c; the format
 # is described in docs/design.md), so that a test can check the files the
 # server writes and hand it files of its own making, good or broken.
 # Nothing here checks anything or talks to a server.  A test imports what
@@ -37,15 +37,15 @@ our @EXPORT_OK = qw(
 );
 
 # The magic number that starts a dump file: WC_DUMP_MAGIC in
-# include/dumpfile.h, "WWRM" in a little-endian file.
+# include/format.h, "WWRM" in a little-endian file.
 use constant MAGIC => 0x4D525757;
 
 # The sizes of the dump file's header and of one run record in it:
-# WarmFileHeader and WarmRun in include/dumpfile.h.
+# WarmFileHeader and WarmRun in include/format.h.
 use constant HEADER_SIZE => 56;
 use constant RUN_SIZE => 28;
 
-# The dump file's format version (WC_DUMP_VERSION in include/dumpfile.h);
+# The dump file's format version (WC_DUMP_VERSION in include/format.h);
 # version 1, without the OS tier, and version 2, with runs of RUN_SIZE
 # bytes, are still read.  Version 3 encodes the runs (src/runcodec.c).
 use constant FORMAT_VERSION => 3;
