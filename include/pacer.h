@@ -56,7 +56,8 @@ typedef struct RestorePacer
 	WarmPacer	base;
 	RestoreSlot *slot;
 	WarmMode	mode;
-	PacerStop	why;			/* why base.stop was set */
+	bool		stopped;		/* the engine is told to stop, and why: */
+	PacerStop	why;
 
 	/*
 	 * The relation fork being warmed: restore_worker.c sets them, and

@@ -24,7 +24,7 @@
  *   read back after the worker has stopped; the worker sets connected,
  *   pid and its outcome.  Others read registered, connected and pid
  *   without a lock, as hints.
- * - advice has its own spinlock (engine.h).
+ * - advice has its own spinlock (advice.h).
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -39,7 +39,7 @@
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
 
-#include "engine.h"
+#include "advice.h"
 #include "format.h"
 #include "settings.h"
 

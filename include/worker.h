@@ -27,10 +27,11 @@ extern volatile sig_atomic_t wc_cancel_pending;
 /*
  * A shutdown request to the autowarm worker from someone other than the
  * postmaster, after the postmaster's: it cuts the shutdown dump's walk
- * short (oscache.c).  Set by the worker's SIGTERM handler (worker.c).
+ * short (oswalk.c).  Set by the worker's SIGTERM handler (worker.c).
  */
 extern volatile sig_atomic_t wc_second_request;
 
+extern void wc_note_signal(volatile sig_atomic_t *flag);
 extern void wc_init_dynamic_worker(BackgroundWorker *worker,
 								   const char *function, const char *type);
 extern void wc_handle_shutdown_requests(void);

@@ -95,11 +95,7 @@ wc_register_autowarm_worker(void)
 static void
 autowarm_cancel_handler(SIGNAL_ARGS)
 {
-	int			save_errno = errno;
-
-	wc_cancel_pending = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
+	wc_note_signal(&wc_cancel_pending);
 }
 
 /* On exit: no worker any more, and no operation of ours left begun. */

@@ -49,32 +49,18 @@
 
 /*
  * The operation's shared state.  Every field but cv is written only with
- * lock held exclusively.
+ * lock held exclusively.  status.restore_begun_at is when the restoring
+ * state began: a restore started before it is the last one.
  */
 typedef struct OperationShared
 {
 	LWLock	   *lock;			/* the status lock (see above) */
 	ConditionVariable cv;		/* signalled on every state change */
-
-	WarmState	state;
+	OperationStatus status;		/* what is reported (operation.h) */
 	int			owner_pid;		/* process that began the dump or restore */
-	TimestampTz restore_begun_at;	/* when the restoring state began: a
-									 * restore started before it is the
-									 * last one */
-
-	int			worker_pid;		/* the autowarm worker */
-	Latch	   *worker_latch;
-	bool		startup_done;	/* the start-up restore was decided */
-
-	/* Requests, to the autowarm worker and to a running restore. */
-	bool		restore_requested;	/* of the saved file, in request_mode */
-	WarmMode	request_mode;
-	bool		abort_requested;
-	TimestampTz restore_retry_at;	/* when the saved file is restored again,
-									 * for what a command kept out, or 0 */
-	WarmMode	restore_retry_mode;
-	bool		follow_pass_due;	/* a new followed file waits for its
-									 * pass */
+	Latch	   *worker_latch;	/* the autowarm worker's */
+	WarmMode	request_mode;	/* of status.restore_requested */
+	WarmMode	restore_retry_mode; /* of status.restore_retry_at */
 } OperationShared;
 
 static OperationShared *op = NULL;
@@ -104,7 +90,7 @@ wc_operation_shmem_init(void)
 		memset(op, 0, sizeof(OperationShared));
 		op->lock = &(GetNamedLWLockTranche("pg_warmcache"))->lock;
 		ConditionVariableInit(&op->cv);
-		op->state = WC_STATE_IDLE;
+		op->status.state = WC_STATE_IDLE;
 	}
 }
 
@@ -139,21 +125,26 @@ wc_status_unlock(void)
 void
 wc_operation_status(OperationStatus *status)
 {
-	status->state = op->state;
-	status->worker_pid = op->worker_pid;
-	status->startup_done = op->startup_done;
-	status->restore_requested = op->restore_requested;
-	status->abort_requested = op->abort_requested;
-	status->follow_pass_due = op->follow_pass_due;
-	status->restore_begun_at = op->restore_begun_at;
-	status->restore_retry_at = op->restore_retry_at;
+	*status = op->status;
+}
+
+/* This state as of one moment, taking the status lock for it. */
+static OperationStatus
+read_status(void)
+{
+	OperationStatus status;
+
+	LWLockAcquire(op->lock, LW_SHARED);
+	status = op->status;
+	LWLockRelease(op->lock);
+	return status;
 }
 
 /* When the last restoring state began; the status lock is held. */
 TimestampTz
 wc_restore_begun_at(void)
 {
-	return op->restore_begun_at;
+	return op->status.restore_begun_at;
 }
 
 /*---- Dumps and restores ----*/
@@ -162,12 +153,7 @@ wc_restore_begun_at(void)
 WarmState
 wc_operation_state(void)
 {
-	WarmState	state;
-
-	LWLockAcquire(op->lock, LW_SHARED);
-	state = op->state;
-	LWLockRelease(op->lock);
-	return state;
+	return read_status().state;
 }
 
 /*
@@ -193,21 +179,21 @@ begin_operation(WarmState operation, bool wait, bool take_request,
 		WarmState	cur;
 
 		LWLockAcquire(op->lock, LW_EXCLUSIVE);
-		cur = op->state;
+		cur = op->status.state;
 		if (cur == WC_STATE_IDLE &&
-			(operation == WC_STATE_RESTORING || !op->restore_requested))
+			(operation == WC_STATE_RESTORING || !op->status.restore_requested))
 		{
-			op->state = operation;
+			op->status.state = operation;
 			op->owner_pid = MyProcPid;
 			if (operation == WC_STATE_RESTORING)
-				op->restore_begun_at = GetCurrentTimestamp();
+				op->status.restore_begun_at = GetCurrentTimestamp();
 			if (take_request)
 			{
-				op->restore_requested = false;	/* taken on */
+				op->status.restore_requested = false;	/* taken on */
 				*mode = op->request_mode;
 			}
 			if (take_follow)
-				op->follow_pass_due = false;
+				op->status.follow_pass_due = false;
 			begun = true;
 		}
 		LWLockRelease(op->lock);
@@ -235,12 +221,7 @@ wc_begin_dump(bool wait)
 bool
 wc_restore_is_requested(void)
 {
-	bool		requested;
-
-	LWLockAcquire(op->lock, LW_SHARED);
-	requested = op->restore_requested;
-	LWLockRelease(op->lock);
-	return requested;
+	return read_status().restore_requested;
 }
 
 /*
@@ -274,7 +255,7 @@ wc_end_operation(void)
 {
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
 	Assert(op->owner_pid == MyProcPid);
-	op->state = WC_STATE_IDLE;
+	op->status.state = WC_STATE_IDLE;
 	op->owner_pid = 0;
 	LWLockRelease(op->lock);
 	ConditionVariableBroadcast(&op->cv);
@@ -287,7 +268,7 @@ wc_owns_operation(void)
 	bool		owner;
 
 	LWLockAcquire(op->lock, LW_SHARED);
-	owner = op->state != WC_STATE_IDLE && op->owner_pid == MyProcPid;
+	owner = op->status.state != WC_STATE_IDLE && op->owner_pid == MyProcPid;
 	LWLockRelease(op->lock);
 	return owner;
 }
@@ -307,13 +288,13 @@ wc_register_worker(bool restore_first, WarmMode mode)
 	bool		first;
 
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
-	op->worker_pid = MyProcPid;
+	op->status.worker_pid = MyProcPid;
 	op->worker_latch = MyLatch;
-	first = !op->startup_done;
-	op->startup_done = true;
+	first = !op->status.startup_done;
+	op->status.startup_done = true;
 	if (first && restore_first)
 	{
-		op->restore_requested = true;
+		op->status.restore_requested = true;
 		op->request_mode = mode;
 	}
 	LWLockRelease(op->lock);
@@ -324,7 +305,7 @@ void
 wc_forget_worker(void)
 {
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
-	op->worker_pid = 0;
+	op->status.worker_pid = 0;
 	op->worker_latch = NULL;
 	LWLockRelease(op->lock);
 }
@@ -336,7 +317,7 @@ wc_forget_worker(void)
 bool
 wc_is_autowarm_worker(int pid)
 {
-	return pid != 0 && pid == op->worker_pid;
+	return pid != 0 && pid == op->status.worker_pid;
 }
 
 /* Wake the autowarm worker, if it runs and is not this process. */
@@ -362,15 +343,15 @@ wc_request_restore(WarmMode mode)
 	RestoreRequest result = WC_REQUEST_TAKEN;
 
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
-	if (op->worker_pid == 0 || op->worker_latch == NULL)
+	if (op->status.worker_pid == 0 || op->worker_latch == NULL)
 		result = WC_REQUEST_NO_WORKER;
-	else if (op->state == WC_STATE_DUMPING)
+	else if (op->status.state == WC_STATE_DUMPING)
 		result = WC_REQUEST_DUMPING;
-	else if (op->state != WC_STATE_IDLE || op->restore_requested)
+	else if (op->status.state != WC_STATE_IDLE || op->status.restore_requested)
 		result = WC_REQUEST_RESTORING;
 	else
 	{
-		op->restore_requested = true;
+		op->status.restore_requested = true;
 		op->request_mode = mode;
 		SetLatch(op->worker_latch);
 	}
@@ -388,10 +369,10 @@ wc_request_abort(void)
 	bool		running;
 
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
-	running = op->state == WC_STATE_RESTORING || op->restore_requested;
+	running = op->status.state == WC_STATE_RESTORING || op->status.restore_requested;
 	if (running)
 	{
-		op->abort_requested = true;
+		op->status.abort_requested = true;
 		if (op->worker_latch)
 			SetLatch(op->worker_latch);
 	}
@@ -406,7 +387,7 @@ wc_request_abort(void)
 bool
 wc_abort_is_requested(void)
 {
-	return op->abort_requested;
+	return op->status.abort_requested;
 }
 
 /*
@@ -418,7 +399,7 @@ void
 wc_set_abort_requested(bool value)
 {
 	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
-	op->abort_requested = value;
+	op->status.abort_requested = value;
 }
 
 /*
@@ -430,7 +411,7 @@ void
 wc_set_restore_retry(TimestampTz at, WarmMode mode)
 {
 	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
-	op->restore_retry_at = at;
+	op->status.restore_retry_at = at;
 	op->restore_retry_mode = mode;
 }
 
@@ -438,12 +419,7 @@ wc_set_restore_retry(TimestampTz at, WarmMode mode)
 TimestampTz
 wc_restore_retry_at(void)
 {
-	TimestampTz at;
-
-	LWLockAcquire(op->lock, LW_SHARED);
-	at = op->restore_retry_at;
-	LWLockRelease(op->lock);
-	return at;
+	return read_status().restore_retry_at;
 }
 
 /*
@@ -457,11 +433,11 @@ wc_take_restore_retry(void)
 	bool		asked;
 
 	LWLockAcquire(op->lock, LW_EXCLUSIVE);
-	op->restore_retry_at = 0;
-	asked = !op->restore_requested;
+	op->status.restore_retry_at = 0;
+	asked = !op->status.restore_requested;
 	if (asked)
 	{
-		op->restore_requested = true;
+		op->status.restore_requested = true;
 		op->request_mode = op->restore_retry_mode;
 	}
 	LWLockRelease(op->lock);
@@ -478,17 +454,12 @@ void
 wc_note_follow_pass_due(void)
 {
 	Assert(LWLockHeldByMeInMode(op->lock, LW_EXCLUSIVE));
-	op->follow_pass_due = true;
+	op->status.follow_pass_due = true;
 }
 
 /* Whether a new followed file waits for its pass. */
 bool
 wc_follow_pass_is_due(void)
 {
-	bool		due;
-
-	LWLockAcquire(op->lock, LW_SHARED);
-	due = op->follow_pass_due;
-	LWLockRelease(op->lock);
-	return due;
+	return read_status().follow_pass_due;
 }

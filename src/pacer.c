@@ -3,10 +3,11 @@
  * pacer.c
  *		What a restore worker does between two chunks of its reads.
  *
- * The warming engine calls the pacer before each chunk (32 blocks, or 8
- * while yielding).  The pacer:
+ * The warming engine asks the pacer before each chunk (32 blocks, or 8
+ * while yielding) what to do with it, telling what it did since it last
+ * asked (engine.h: pace()).  The pacer:
  *
- * - counts progress into shared memory;
+ * - counts progress into shared memory (count_done());
  * - stops the engine on abort, and when someone wants what the restore
  *   holds: a lock request that conflicts with our AccessShareLock on the
  *   relation being read (probed every 10 ms), or a database-level command
@@ -28,14 +29,15 @@
  *   buffer tier into the OS cache only, leaving the copy into shared
  *   buffers to the first query that wants a block (where dumps record the
  *   OS cache, pg_warmcache.dump_os_cache, so that the saved set keeps it),
- *   and after a second of that leaves out the chunks the OS cache holds;
+ *   and after a second of that leaves out the chunks the OS cache holds
+ *   (plan_chunk(), which also applies the restore limit);
  * - keeps two budgets that all restore workers share: the rate cap
  *   (pg_warmcache.max_restore_rate) and, while queries keep every CPU
  *   busy and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
  *   one core.  Each is a virtual clock in shared memory that a worker moves
  *   on by its cost; a worker whose charge puts the clock more than a short
  *   burst ahead of real time sleeps until it is not.  Time spent idle is
- *   not saved up for later beyond that burst.
+ *   not saved up for later beyond that burst (sleep_for_budgets()).
  *
  * A relation is probed by letting go of our AccessShareLock on it and
  * asking for it again without waiting.  Only AccessExclusiveLock conflicts
@@ -101,6 +103,7 @@
 #include "settings.h"
 #include "operation.h"
 #include "restore_shared.h"
+#include "worker.h"
 #include "workload.h"
 
 /* Blocks per read while queries wait for reads: 64 kB. */
@@ -130,7 +133,7 @@
 /* Longest single sleep between two looks at the probes, in ms. */
 #define WC_SLEEP_SLICE_MS	20
 
-static void pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only);
+static ChunkPlan pace_restore(WarmPacer *base, const ChunkReport *done);
 static void look_at_backends(RestorePacer *pacer, TimestampTz now);
 
 void
@@ -138,7 +141,7 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 {
 	memset(pacer, 0, sizeof(*pacer));
 	pacer->base.pace = pace_restore;
-	pacer->base.window = wc_default_window();
+	pacer->base.plan = wc_default_plan(wc_default_window());
 	pacer->base.no_evict = true;
 	pacer->base.prefault = true;
 	/* The workers read from one device: see WarmAdvice. */
@@ -164,11 +167,7 @@ static volatile sig_atomic_t terminate_pending = false;
 void
 wc_restore_sigterm_handler(SIGNAL_ARGS)
 {
-	int			save_errno = errno;
-
-	terminate_pending = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
+	wc_note_signal(&terminate_pending);
 }
 
 /*
@@ -232,7 +231,7 @@ wc_pacer_check(RestorePacer *pacer)
 {
 	TimestampTz now;
 
-	if (pacer->base.stop)
+	if (pacer->stopped)
 		return true;
 	if (terminate_pending)
 	{
@@ -264,8 +263,8 @@ wc_pacer_check(RestorePacer *pacer)
 			pacer->why = probe_relation(pacer);
 		}
 	}
-	pacer->base.stop = (pacer->why != WC_STOP_NONE);
-	return pacer->base.stop;
+	pacer->stopped = (pacer->why != WC_STOP_NONE);
+	return pacer->stopped;
 }
 
 /*
@@ -357,11 +356,8 @@ count_progress(RestorePacer *pacer, uint64 in_buffers, uint64 os_only)
  * batch counts them, and skipped for the limit.
  */
 static void
-count_left_out(RestorePacer *pacer)
+count_left_out(RestorePacer *pacer, uint64 blocks)
 {
-	uint64		blocks = pacer->base.left_out;
-
-	pacer->base.left_out = 0;
 	pacer->batch_done += blocks;
 	if (!pacer->counting || blocks == 0)
 		return;
@@ -438,100 +434,85 @@ wc_pacer_report(RestorePacer *pacer, const char *what)
 	pacer->paced_at = 0;
 }
 
-/*
- * The engine's pacer callback: see the file header.
- */
-static void
-pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
+/* The answer that ends the engine's loop. */
+static ChunkPlan
+stop_plan(void)
 {
-	RestorePacer *pacer = (RestorePacer *) base;
-	uint64		blocks = in_buffers + os_only;
-	int64		cpu_now = wc_cpu_time_us();
-	int64		cpu_spent = cpu_now - pacer->cpu_used;
-	int64		sleep_us;
-	int64		rate_us = 0;
-	int64		budget_us = 0;
-	bool		cpus_busy;
-	TimestampTz now;
+	ChunkPlan	plan = wc_default_plan(0);
 
-	pacer->cpu_used = cpu_now;
-	count_progress(pacer, in_buffers, os_only);
-	count_left_out(pacer);
+	plan.action = WC_CHUNK_STOP;
+	return plan;
+}
 
-	/*
-	 * Blocks found in the OS cache were not read: the rate cap is about the
-	 * device, and they cost it nothing.
-	 */
-	if (base->found_cached > 0)
+/*
+ * What the engine did since it last asked: the progress, the blocks left
+ * out past the restore limit, and those found in the OS cache.  Returns
+ * the blocks read from the device: the rate cap is about the device, and
+ * blocks found cached cost it nothing.
+ */
+static uint64
+count_done(RestorePacer *pacer, const ChunkReport *done)
+{
+	uint64		blocks = done->in_buffers + done->os_only;
+
+	count_progress(pacer, done->in_buffers, done->os_only);
+	count_left_out(pacer, done->left_out);
+	if (done->found_cached > 0)
 	{
-		uint64		cached = Min(base->found_cached, blocks);
+		uint64		cached = Min(done->found_cached, blocks);
 
 		if (pacer->counting)
 			pg_atomic_fetch_add_u64(&wc_restore->found_cached, cached);
 		blocks -= cached;
-		base->found_cached -= cached;
 	}
-	account_time(pacer);
+	return blocks;
+}
 
-	if (!PostmasterIsAlive())
-		proc_exit(1);
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
-	if (wc_pacer_check(pacer))
-		return;
+/*
+ * Whether the queries keep the CPUs busy now: queries running and none
+ * seen reading lately.  Then shared buffers serve them, and every cycle we
+ * take is one of theirs.  ("Lately": a read that the page cache answers
+ * takes microseconds, so queries that miss shared buffers show up in some
+ * looks, not in each.)  While they miss the cache the device, or the
+ * copying, is what counts, and we keep at it.  After a promotion the
+ * queries miss shared buffers whatever they wait for: the followed set is
+ * in the OS cache, and loading it is the CPU work that serves them.
+ */
+static bool
+queries_busy(RestorePacer *pacer, TimestampTz now)
+{
+	return elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
+		wc_restore->source != WC_SOURCE_PROMOTION &&
+		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
+}
 
-	now = GetCurrentTimestamp();
-	if (elapsed_ms(pacer->fg_probe_at, now, WC_FG_PROBE_MS))
-	{
-		pacer->fg_probe_at = now;
-		look_at_backends(pacer, now);
-	}
+/*
+ * What to do with the next chunk, and how far to advise, as the queries
+ * and the restore limit stand.
+ */
+static ChunkPlan
+plan_chunk(RestorePacer *pacer, bool cpus_busy, TimestampTz now)
+{
+	ChunkPlan	plan = wc_default_plan(wc_default_window());
 
 	if (wc_restore_yield && pacer->fg_reading)
 	{
-		pacer->base.io_blocks = WC_YIELD_IO_BLOCKS;
-		pacer->base.window = Min(wc_default_window(), WC_YIELD_IO_BLOCKS);
-	}
-	else
-	{
-		pacer->base.io_blocks = 0;
-		pacer->base.window = wc_default_window();
+		plan.io_blocks = WC_YIELD_IO_BLOCKS;
+		plan.window = Min(wc_default_window(), WC_YIELD_IO_BLOCKS);
 	}
 
-	if (wc_max_restore_rate > 0 && blocks > 0)
-		rate_us = charge_budget(&wc_restore->rate_clock,
-								(int64) ((double) blocks * BLCKSZ * 1000000.0 /
-										 (wc_max_restore_rate * 1024.0 * 1024.0)),
-								now);
-
 	/*
-	 * Queries running and none seen reading lately: shared buffers serve
-	 * them, and every cycle we take is one of theirs.  ("Lately": a read
-	 * that the page cache answers takes microseconds, so queries that miss
-	 * shared buffers show up in some looks, not in each.)  While they miss
-	 * the cache the device, or the copying, is what counts, and we keep at
-	 * it.  After a promotion the queries miss shared buffers whatever they
-	 * wait for: the followed set is in the OS cache, and loading it is the
-	 * CPU work that serves them.
+	 * While the CPUs are busy, copying a block into shared buffers (a
+	 * buffer to find, its memory to fault in, the copy) is CPU spent now
+	 * for a block no query has asked for yet, while its read from the device
+	 * is the part that only the restore can do ahead of time.  So the buffer
+	 * tier goes into the OS cache only, and the copy is left to the first
+	 * query that wants the block: a page cache hit.  Only where dumps record
+	 * the OS cache, so that the saved set keeps those blocks (in its OS
+	 * tier).
 	 */
-	cpus_busy = elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
-		wc_restore->source != WC_SOURCE_PROMOTION &&
-		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
-
-	/*
-	 * Then, too, copying a block into shared buffers (a buffer to find, its
-	 * memory to fault in, the copy) is CPU spent now for a block no query
-	 * has asked for yet, while its read from the device is the part that
-	 * only the restore can do ahead of time.  So the buffer tier goes into
-	 * the OS cache only, and the copy is left to the first query that wants
-	 * the block: a page cache hit.  Only where dumps record the OS cache,
-	 * so that the saved set keeps those blocks (in its OS tier).
-	 */
-	pacer->base.os_cache_only = cpus_busy && pacer->mode == WC_MODE_BUFFER &&
-		wc_dump_os_cache;
+	if (cpus_busy && pacer->mode == WC_MODE_BUFFER && wc_dump_os_cache)
+		plan.action = WC_CHUNK_OS_CACHE;
 
 	/*
 	 * A chunk read while the CPUs are busy aims at the OS cache: where that
@@ -547,23 +528,18 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		pacer->cpus_busy_since = 0;
 	else if (pacer->cpus_busy_since == 0)
 		pacer->cpus_busy_since = now;
-	pacer->base.skip_cached_chunks = pacer->base.os_cache_only &&
-		elapsed_ms(pacer->cpus_busy_since, now, WC_CPUS_BUSY_SKIP_MS);
+	if (plan.action == WC_CHUNK_OS_CACHE &&
+		elapsed_ms(pacer->cpus_busy_since, now, WC_CPUS_BUSY_SKIP_MS))
+		plan.action = WC_CHUNK_OS_CACHE_UNCACHED;
 
 	/*
 	 * Past the restore limit the rest of the buffer tier goes to the OS
 	 * cache only, passing over what it holds already (for good: unlike busy
 	 * CPUs, the limit does not end), or is left out.
 	 */
-	pacer->base.leave_out = false;
-	pacer->base.advice_capped = false;
 	if (past_restore_limit(pacer))
-	{
-		if (wc_restore->limit_skip)
-			pacer->base.leave_out = true;
-		else
-			pacer->base.os_cache_only = pacer->base.skip_cached_chunks = true;
-	}
+		plan.action = wc_restore->limit_skip ? WC_CHUNK_LEAVE_OUT :
+			WC_CHUNK_OS_CACHE_UNCACHED;
 	else if (pacer->limit_class == WC_LIMIT_AT_CUT &&
 			 wc_restore->limit_skip)
 	{
@@ -574,17 +550,34 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		 * What is left out past the limit must not be read by advice
 		 * either: the look-ahead ends where what is left of the limit does.
 		 */
-		pacer->base.advice_capped = true;
-		pacer->base.advice_cap = used < at_cut ? at_cut - used : 0;
+		plan.advice_cap = used < at_cut ? (int64) (at_cut - used) : 0;
 	}
+	return plan;
+}
 
+/*
+ * Charge the shared budgets, the rate cap with the blocks read from the
+ * device and, while the queries keep the CPUs busy, the CPU budget with
+ * this process's CPU time since the last pace; then sleep for the one
+ * further ahead of real time.
+ */
+static void
+sleep_for_budgets(RestorePacer *pacer, uint64 read_blocks, bool cpus_busy,
+				  int64 cpu_spent, TimestampTz now)
+{
+	int64		rate_us = 0;
+	int64		budget_us = 0;
+	int64		sleep_us;
+
+	if (wc_max_restore_rate > 0 && read_blocks > 0)
+		rate_us = charge_budget(&wc_restore->rate_clock,
+								(int64) ((double) read_blocks * BLCKSZ * 1000000.0 /
+										 (wc_max_restore_rate * 1024.0 * 1024.0)),
+								now);
 	if (cpus_busy && cpu_spent > 0)
 		budget_us = charge_budget(&wc_restore->cpu_clock,
 								  cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
 								  now);
-
-	pacer->was_cpus_busy = cpus_busy;
-	pacer->was_yielding = (pacer->base.io_blocks != 0);
 	sleep_us = Max(rate_us, budget_us);
 	if (sleep_us >= 1000)
 	{
@@ -598,6 +591,47 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 		else
 			pacer->rate_sleep_us += GetCurrentTimestamp() - before;
 	}
+}
+
+/*
+ * The engine's pacer: see the file header.
+ */
+static ChunkPlan
+pace_restore(WarmPacer *base, const ChunkReport *done)
+{
+	RestorePacer *pacer = (RestorePacer *) base;
+	ChunkPlan	plan;
+	int64		cpu_now = wc_cpu_time_us();
+	int64		cpu_spent = cpu_now - pacer->cpu_used;
+	uint64		read_blocks;
+	bool		cpus_busy;
+	TimestampTz now;
+
+	pacer->cpu_used = cpu_now;
+	read_blocks = count_done(pacer, done);
+	account_time(pacer);
+
+	if (!PostmasterIsAlive())
+		proc_exit(1);
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	if (wc_pacer_check(pacer))
+		return stop_plan();
+
+	now = GetCurrentTimestamp();
+	if (elapsed_ms(pacer->fg_probe_at, now, WC_FG_PROBE_MS))
+	{
+		pacer->fg_probe_at = now;
+		look_at_backends(pacer, now);
+	}
+	cpus_busy = queries_busy(pacer, now);
+	plan = plan_chunk(pacer, cpus_busy, now);
+	pacer->was_cpus_busy = cpus_busy;
+	pacer->was_yielding = (plan.io_blocks != 0);
+	sleep_for_budgets(pacer, read_blocks, cpus_busy, cpu_spent, now);
 
 	/*
 	 * A database-level command wants a database that the restore wants too
@@ -607,11 +641,12 @@ pace_restore(WarmPacer *base, uint64 in_buffers, uint64 os_only)
 	 * and no snapshot, and goes on with the batch afterwards.
 	 */
 	if (pg_atomic_read_u32(&wc_restore->db_command_pending) != 0 &&
-		!pacer->base.stop)
+		!pacer->stopped)
 	{
 		pacer->why = WC_STOP_PAUSE;
-		pacer->base.stop = true;
+		pacer->stopped = true;
 	}
+	return pacer->stopped ? stop_plan() : plan;
 }
 
 /*

@@ -682,7 +682,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 	uint32		i;
 
 	memset(&pacer, 0, sizeof(pacer));
-	pacer.window = pw->window;
+	pacer.plan = wc_default_plan(pw->window);
 	pacer.prefault = true;
 	pacer.advice_share = &pw->advice;
 
@@ -850,11 +850,12 @@ worker_finish(ParallelWarm *pw, int n, dsm_segment *seg)
 }
 
 /* Pacer of a warm worker: it goes when the postmaster goes. */
-static void
-pace_worker(WarmPacer *pacer, uint64 in_buffers, uint64 os_only)
+static ChunkPlan
+pace_worker(WarmPacer *pacer, const ChunkReport *done)
 {
 	if (!PostmasterIsAlive())
 		proc_exit(1);
+	return pacer->plan;
 }
 
 /*
@@ -915,7 +916,7 @@ pg_warmcache_warm_main(Datum arg)
 
 	memset(&pacer, 0, sizeof(pacer));
 	pacer.pace = pace_worker;
-	pacer.window = pw->window;
+	pacer.plan = wc_default_plan(pw->window);
 	pacer.prefault = true;
 	pacer.advice_share = &pw->advice;
 	while (claim_stripe(pw, &i))

@@ -429,7 +429,7 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		rel = pacer->base.rel;
 		pacer->base.rel = NULL;
 		gone = batch->blocks - kept;
-		if (pacer->base.stop)
+		if (pacer->stopped)
 		{
 			result = pacer->why == WC_STOP_ABORT ? BATCH_STOPPED : BATCH_DEFERRED;
 			keep_remainder(batch, clipped, n, pacer->batch_done);
@@ -509,7 +509,7 @@ take_verdict(RestoreWorker *w)
 	else if (w->pacer.why == WC_STOP_ABORT)
 		w->stopping = true;
 	w->pacer.why = WC_STOP_NONE;
-	w->pacer.base.stop = false;
+	w->pacer.stopped = false;
 }
 
 /* Keep a copy of what is left of a batch for later. */

@@ -39,6 +39,20 @@ volatile sig_atomic_t wc_second_request = false;
 static volatile sig_atomic_t shutdown_requested = false;
 
 /*
+ * In a signal handler: note the signal in *flag and wake the process,
+ * whose loop looks at the flag.
+ */
+void
+wc_note_signal(volatile sig_atomic_t *flag)
+{
+	int			save_errno = errno;
+
+	*flag = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
  * Fill in a dynamic background worker of this module that connects to a
  * database, starts once the server is consistent and is never restarted;
  * the caller names it and gives its argument.  It tells this process when
