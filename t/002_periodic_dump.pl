@@ -174,7 +174,7 @@ is( $node->safe_psql(
 SELECT count(*) FROM pg_buffercache
  WHERE relfilenode IN (pg_relation_filenode('t'), pg_relation_filenode('u'))}),
 	'0', 'autowarm = off: the tables are not cached');
-unlike(slurp_file($node->logfile, $offset), qr/pg_warmcache: restor/,
+unlike(slurp_file($node->logfile, $offset), qr/restoring \d+ blocks|restore of the saved set/,
 	'autowarm = off: no restore logged');
 
 # ... and no dump at shutdown: the file stays as it is.

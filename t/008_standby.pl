@@ -94,7 +94,7 @@ wait_for_restore($standby, 'the restore on the standby');
 
 my $log = slurp_file($standby->logfile, $offset);
 my $h_nblocks = header($saved)->{nblocks};
-like($log, qr/pg_warmcache: restoring $h_nblocks blocks/,
+like($log, qr/restoring $h_nblocks blocks/,
 	'the standby restored its own dump at start');
 unlike($log, qr/WARNING/, 'without warnings');
 is( $standby->safe_psql(

@@ -176,7 +176,7 @@ is(status($node, 'restore_blocks_total'), $total,
 $offset = -s $node->logfile;
 $node->stop;
 my $log = slurp_file($node->logfile, $offset);
-like($log, qr/pg_warmcache: restore stopped/,
+like($log, qr/restore of the saved set stopped/,
 	'the shutdown stops the restore');
 like(
 	$log,

@@ -162,12 +162,12 @@ ok($holder->finish, 'the transaction rolls back');
 # is restored again 30 s later, which completes.
 $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
 $node->reload;
-$node->wait_for_log(qr/the restore gives database $oid{db_tmpl} up/, $offset);
+$node->wait_for_log(qr/the restore of the saved set gives up database $oid{db_tmpl}\b/, $offset);
 $node->wait_for_log(qr/restoring the saved file again/, $offset);
 wait_for_status($node, "state = 'idle' AND NOT restore_incomplete",
 	'the restore again to complete');
 like(slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore finished: restored \d+ of $total blocks/,
+	qr/restore of the saved set finished: restored \d+ of $total blocks/,
 	'the log says the restore finished');
 is( status(
 		$node,

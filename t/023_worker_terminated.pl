@@ -44,7 +44,7 @@ is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"),
 wait_for_restore($node, 'the restore to end');
 
 my $log = slurp_file($node->logfile, $offset);
-unlike($log, qr/pg_warmcache: restore finished/,
+unlike($log, qr/restore of the saved set finished/,
 	'the log does not call the restore finished');
 is( status(
 		$node,

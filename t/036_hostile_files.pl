@@ -198,11 +198,11 @@ for my $case (@cases)
 	# Refused, or, if the check let it through, restored: a restore is
 	# stopped, for it may not end (a run of 2^32 blocks takes hours).
 	$node->wait_for_log(
-		qr/pg_warmcache: (dump file "pg_warmcache\.blocks" is not usable|restoring)/,
+		qr/(pg_warmcache: dump file "pg_warmcache\.blocks" is not usable|restoring \d+ blocks)/,
 		$offset);
 	my $log = slurp_file($node->logfile, $offset);
 	$node->safe_psql('postgres', 'SELECT warmcache_restore_abort()')
-	  if $log =~ /pg_warmcache: restoring/;
+	  if $log =~ /restoring \d+ blocks/;
 	wait_for_status($node, "state = 'idle' AND worker_pid IS NOT NULL",
 		'the worker to go idle');
 
@@ -211,7 +211,7 @@ for my $case (@cases)
 		"$name: the WARNING names the problem");
 	like($log, qr/DETAIL:  It has been renamed to "pg_warmcache\.blocks\.corrupt"/,
 		"$name: the file is set aside");
-	unlike($log, qr/pg_warmcache: restoring/, "$name: no restore was started");
+	unlike($log, qr/restoring \d+ blocks/, "$name: no restore was started");
 	ok(!-e $file, "$name: pg_warmcache.blocks is gone");
 	ok(-e $bad && slurp_bin($bad) eq $bytes,
 		"$name: pg_warmcache.blocks.corrupt holds its bytes");
@@ -226,7 +226,7 @@ for my $case (@cases)
 	my $offset = start_with_file($name,
 		dump_bytes([ trun(1, 0, $n), trun(0x100, 0, $n) ]));
 	my $line = wait_for_restore_line($node, $offset);
-	like($line, qr/restore finished: restored \d+ of ${\(2 * $n)} blocks/,
+	like($line, qr/restore of the saved set finished: restored \d+ of ${\(2 * $n)} blocks/,
 		"$name: the restore ran") or diag($line);
 	unlike(slurp_file($node->logfile, $offset), qr/WARNING/,
 		"$name: no warning");
@@ -245,7 +245,7 @@ for my $case (@cases)
 	my $offset = start_with_file($name,
 		dump_bytes([ trun(1, 0, $n), trun(1, 0xFFFFF000, 16) ]));
 	my $line = wait_for_restore_line($node, $offset);
-	like($line, qr/restore finished: restored $n of ${\($n + 16)} blocks/,
+	like($line, qr/restore of the saved set finished: restored $n of ${\($n + 16)} blocks/,
 		"$name: the restore ends") or diag($line);
 	is(cached($node, 't'), $n, "$name: shared buffers hold all of t");
 }

@@ -182,7 +182,7 @@ is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
 check_incomplete('cancelled leader', 'cancelled');
 like(
 	slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore stopped: .*\n.*The saved block list is kept: cancelled/,
+	qr/restore of the saved set stopped: .*\n.*The saved block list is kept: cancelled/,
 	'cancelled leader: the log says the restore stopped and the list is kept');
 is(status($node, 'worker_pid'), $pid,
 	'cancelled leader: the autowarm worker goes on');

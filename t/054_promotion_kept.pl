@@ -77,7 +77,7 @@ promote_and_wait_for_load($standby);
 sleep 2;
 $standby->stop('fast');
 my $log = slurp_file($standby->logfile, $offset);
-like($log, qr/promotion stopped: restored \d+ of \d+ blocks/,
+like($log, qr/load of the primary's hot set at promotion stopped: restored \d+ of \d+ blocks/,
 	'stopped: the load was cut short');
 ok(-f $path && slurp_bin($path) eq $bytes,
 	'stopped: the followed file is still there, unchanged');

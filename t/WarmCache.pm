@@ -223,9 +223,9 @@ sub wait_for_restore
 sub wait_for_restore_line
 {
 	my ($node, $offset) = @_;
-	$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
+	$node->wait_for_log(qr/restore of the saved set finished: .*\n/, $offset);
 	my ($line) = slurp_file($node->logfile, $offset) =~
-	  /(pg_warmcache: restore finished: .*)\n/;
+	  /(restore of the saved set finished: .*)\n/;
 	return $line;
 }
 
