@@ -84,7 +84,7 @@ command_in_time('db_move', 'ALTER DATABASE db_move SET TABLESPACE ts');
 is(status($node, 'state'), 'restoring',
 	'the restore goes on after the commands');
 like(slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore worker leaves database $oid{db_drop} /,
+	qr/restore worker leaves database $oid{db_drop}\n.*DETAIL:  A command wants the database\./,
 	'the log says a worker left the database to the command');
 
 # The restore goes on in the template and in the renamed database.
