@@ -79,9 +79,9 @@ $node->wait_for_log(qr/restore of the saved set finished: restored \d+ of \d+ bl
 	$log_offset);
 my $log = slurp_file($node->logfile, $log_offset);
 
-like($log, qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/dumped \d+ blocks at shutdown/,
 	'the shutdown dump was logged');
-my ($dumped) = $log =~ /pg_warmcache: dumped (\d+) blocks at shutdown/;
+my ($dumped) = $log =~ /dumped (\d+) blocks at shutdown/;
 my ($restored, $total, $os, $skipped) = $log =~
   /restore of the saved set finished: restored (\d+) of (\d+) blocks \((\d+) into the OS cache only\), skipped (\d+)/;
 ok(defined $total, 'the restore logged its end');

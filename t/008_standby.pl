@@ -68,7 +68,7 @@ my $offset = -s $standby->logfile;
 $standby->stop;
 like(
 	slurp_file($standby->logfile, $offset),
-	qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+	qr/dumped \d+ blocks at shutdown/,
 	'the standby dumped at shutdown');
 my $saved = slurp_bin("$dir/pg_warmcache.blocks");
 

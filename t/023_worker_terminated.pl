@@ -66,7 +66,7 @@ $offset = -s $node->logfile;
 $node->stop;
 like(
 	slurp_file($node->logfile, $offset),
-	qr/LOG:  pg_warmcache: kept the saved block list of $total blocks/,
+	qr/LOG:  kept the saved block list of $total blocks/,
 	'the shutdown dump keeps the saved file');
 ok(slurp_bin($file) eq $saved, 'the saved file is still the same');
 

@@ -98,7 +98,7 @@ like(
 	$log,
 	qr/LOG:  pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache at a second shutdown request/,
 	'second request: the walk stops at it');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'second request: the shutdown dump is written');
 is(header(slurp_bin($file))->{magic}, MAGIC,
 	'second request: the saved file is whole');
@@ -112,7 +112,7 @@ like(
 	$log,
 	qr/LOG:  pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache after 10 s/,
 	'bound: the walk stops after 10 s');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'bound: the shutdown dump is written');
 is(header(slurp_bin($file))->{magic}, MAGIC, 'bound: the saved file is whole');
 

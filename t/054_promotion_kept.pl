@@ -92,7 +92,7 @@ $offset = -s $standby->logfile;
 $standby->start;
 wait_for_complete_load($standby, 'stopped', '-infinity');
 like(slurp_file($standby->logfile, $offset),
-	qr/promoted: loading the primary's hot set into shared buffers/,
+	qr/LOG:  loading the primary's hot set into shared buffers\n.*DETAIL:  The server has been promoted\./,
 	'stopped: the next start loads the followed set');
 $standby->stop;
 

@@ -76,7 +76,7 @@ sub stop_with_held_walk
 my $log = stop_with_held_walk(0);
 unlike($log, qr/stopped walking the relation files/,
 	'more requests to the postmaster: the walk is not stopped');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'more requests to the postmaster: the shutdown dump is written');
 unlike($log, qr/pg_warmcache autowarm.*exited with exit code/,
 	'more requests to the postmaster: the worker exits with code 0');
@@ -90,7 +90,7 @@ like(
 	$log,
 	qr/LOG:  pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache at a second shutdown request/,
 	'a shell kill after them: the walk stops at it');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'a shell kill after them: the shutdown dump is written');
 is(header(slurp_bin($file))->{magic}, MAGIC, 'the saved file is still whole');
 

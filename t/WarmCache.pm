@@ -315,7 +315,7 @@ sub wait_for_kept_file
 	$node->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
 	$node->reload;
 	$node->wait_for_log(
-		qr/LOG:  pg_warmcache: kept the saved block list of $nblocks blocks/,
+		qr/LOG:  kept the saved block list of $nblocks blocks/,
 		$offset);
 	return;
 }
