@@ -315,7 +315,7 @@ $standby->wait_for_log(qr/the primary's published hot set is not usable: .*\n/, 
   if $state eq 'published file not usable';
 like(
 	slurp_file($standby->logfile, $offset),
-	qr/LOG:  pg_warmcache: the primary's published hot set is not usable: runs 0 and 1 overlap: both name block 1 of $rel_re in rank 1/,
+	qr/LOG:  the primary's published hot set is not usable: runs 0 and 1 overlap: both name block 1 of $rel_re in rank 1/,
 	'standby: the log says why');
 ok(!-e $standby->data_dir . '/pg_warmcache.followed',
 	'standby: no followed file');
