@@ -494,7 +494,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 		SetLatch(latch);
 
 	ereport(DEBUG1,
-			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",
+			(errmsg_internal("dumped %llu blocks in %llu runs in %.3f s",
 							 (unsigned long long) job.out.nblocks,
 							 (unsigned long long) job.out.nruns,
 							 secs + usecs / 1000000.0)));
@@ -757,7 +757,7 @@ wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
 	renamed = durable_rename(path, bad, LOG) == 0 || rename(path, bad) == 0;
 	ereport(elevel,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("pg_warmcache: dump file \"%s\" is not usable: %s",
+			 errmsg("dump file \"%s\" is not usable: %s",
 					path, problem),
 			 renamed ?
 			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",

@@ -198,7 +198,7 @@ for my $case (@cases)
 	# Refused, or, if the check let it through, restored: a restore is
 	# stopped, for it may not end (a run of 2^32 blocks takes hours).
 	$node->wait_for_log(
-		qr/(pg_warmcache: dump file "pg_warmcache\.blocks" is not usable|restoring \d+ blocks)/,
+		qr/(dump file "pg_warmcache\.blocks" is not usable|restoring \d+ blocks)/,
 		$offset);
 	my $log = slurp_file($node->logfile, $offset);
 	$node->safe_psql('postgres', 'SELECT warmcache_restore_abort()')
@@ -207,7 +207,7 @@ for my $case (@cases)
 		'the worker to go idle');
 
 	like($log,
-		qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: $problem/,
+		qr/WARNING:  dump file "pg_warmcache\.blocks" is not usable: $problem/,
 		"$name: the WARNING names the problem");
 	like($log, qr/DETAIL:  It has been renamed to "pg_warmcache\.blocks\.corrupt"/,
 		"$name: the file is set aside");
