@@ -1096,17 +1096,20 @@ join_share(WarmPacer *pacer)
 	members = ++share->advice.members;
 	advice_unlock(share);
 	member_of = share;
-	elog(DEBUG2, "pg_warmcache: %u process%s in the shared measurement of advice",
-		 members, members > 1 ? "es" : "");
+	elog(DEBUG2, "processes in the shared measurement of advice: %u",
+		 members);
 }
 
 /* Report a measurement that advice_account() ended. */
 static void
 advice_report(const WarmAdvice *a)
 {
-	elog(DEBUG2, "pg_warmcache: %.0f blocks/ms without advice, %.0f with: advice %s (%u process%s)",
-		 a->rate[0] * 1000.0, a->rate[1] * 1000.0, a->on ? "on" : "off",
-		 Max(a->members, 1), a->members > 1 ? "es" : "");
+	if (a->on)
+		elog(DEBUG2, "%.0f blocks/ms without advice, %.0f with: advice on (processes: %u)",
+			 a->rate[0] * 1000.0, a->rate[1] * 1000.0, Max(a->members, 1));
+	else
+		elog(DEBUG2, "%.0f blocks/ms without advice, %.0f with: advice off (processes: %u)",
+			 a->rate[0] * 1000.0, a->rate[1] * 1000.0, Max(a->members, 1));
 }
 
 static double
