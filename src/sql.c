@@ -309,10 +309,13 @@ warmcache_restore_now(PG_FUNCTION_ARGS)
 	if (state != WC_STATE_IDLE || requested)
 	{
 		LWLockRelease(wc_shared->lock);
+		if (state == WC_STATE_DUMPING)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot restore while a dump is in progress")));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot restore while a %s is in progress",
-						(state == WC_STATE_DUMPING) ? "dump" : "restore")));
+				 errmsg("cannot restore while a restore is in progress")));
 	}
 	wc_shared->restore_requested = true;
 	wc_shared->request_mode = mode;
