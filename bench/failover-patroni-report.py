@@ -29,7 +29,7 @@ raw = os.path.join(out, "raw")
 
 METHODS = ["off", "os", "buffer"]
 EVENTS = ["switchover", "failover"]
-PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+PROMO = re.compile(r"load of the primary's hot set at promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r".* in ([\d.]+) s, ([\d.]+) MB/s")
 
 

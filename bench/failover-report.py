@@ -26,9 +26,9 @@ out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
 METHODS = ["none", "os", "buffer"]
-PROMO = re.compile(r"pg_warmcache: promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+PROMO = re.compile(r"load of the primary's hot set at promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                    r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
-PROMO_START = "pg_warmcache: promoted: loading"
+PROMO_START = "loading the primary's hot set into shared buffers"
 TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -673,7 +673,7 @@ method_conf() {
 restore_re() {
 	case "$1" in
 	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache*) echo 'pg_warmcache: restore (finished|stopped|incomplete)' ;;
+	warmcache*) echo 'restore of the saved set (finished|stopped|incomplete)' ;;
 	*) echo '' ;;
 	esac
 }

@@ -142,7 +142,7 @@ one_run() {
 	drop_caches
 	pg_start "$logf" # a new log
 	for ((i = 0; i < 6000; i++)); do
-		line=$(grep -E 'pg_warmcache: restore (finished|incomplete|stopped)' "$logf" | head -1) || true
+		line=$(grep -E 'restore of the saved set (finished|incomplete|stopped)' "$logf" | head -1) || true
 		[ -n "$line" ] && break
 		sleep 0.1
 	done

@@ -23,7 +23,7 @@ raw = os.path.join(out, "raw")
 
 METHODS = ["none", "warmcache", "warmcache-alt", "none-again"]
 WIN = 5
-WC = re.compile(r"restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")
 
 

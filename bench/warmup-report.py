@@ -29,7 +29,7 @@ WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
-WC = re.compile(r"pg_warmcache: restore (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
 
@@ -83,7 +83,7 @@ p("Load avg at end: the 1-minute load average when pgbench ended; the benchmark 
   "for about 2 (2 clients, 2 backends on 2 cores): much more means other work competed for the CPU.  ")
 p("t90: first second whose TPS >= 90% of steady state. mean 30 s / 60 s: mean TPS of the first "
   "30 / 60 s over steady state. Restore: from the server accepting connections to the restore's "
-  "log line (autoprewarm: \"successfully prewarmed\"; pg_warmcache: \"restore finished\"); "
+  "log line (autoprewarm: \"successfully prewarmed\"; pg_warmcache: \"restore of the saved set finished\"); "
   "MB/s = restored blocks over that time. With several repetitions: medians.")
 
 tps_rows = []

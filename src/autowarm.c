@@ -160,7 +160,7 @@ auto_dump(bool shutdown)
 		AtEOXact_Files(false);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
-				 errmsg("pg_warmcache: could not dump the buffer cache's block list: %s",
+				 errmsg("could not dump the buffer cache's block list: %s",
 						edata->message),
 				 errdetail("The saved block list is unchanged; the next dump tries again.")));
 		FreeErrorData(edata);
@@ -172,15 +172,19 @@ auto_dump(bool shutdown)
 		;						/* the saved file is unchanged */
 	else if (n == WC_DUMP_KEPT)
 		ereport(LOG,
-				(errmsg("pg_warmcache: kept the saved block list of %lld blocks",
-						(long long) min_blocks),
+				(errmsg_plural("kept the saved block list of %lld block",
+							   "kept the saved block list of %lld blocks",
+							   (unsigned long) min_blocks,
+							   (long long) min_blocks),
 				 errdetail("The last restore did not complete and the buffer cache holds fewer blocks.")));
 	else
 	{
 		wc_restore_forget_incomplete();
 		if (shutdown)
 			ereport(LOG,
-					(errmsg("pg_warmcache: dumped %lld blocks at shutdown", (long long) n)));
+					(errmsg_plural("dumped %lld block at shutdown",
+								   "dumped %lld blocks at shutdown",
+								   (unsigned long) n, (long long) n)));
 	}
 	wc_end_operation();
 }
@@ -195,7 +199,8 @@ retry_restore(void)
 {
 	if (wc_take_restore_retry())
 		ereport(LOG,
-				(errmsg("restoring the saved file again for what a database-level command kept out of the last restore")));
+				(errmsg("restoring the saved file again"),
+				 errdetail("A database-level command kept part of it out of the last restore.")));
 }
 
 /*
@@ -231,7 +236,8 @@ load_at_promotion(void)
 	if (!wc_begin_follow_pass())
 		return false;
 	ereport(LOG,
-			(errmsg("pg_warmcache: promoted: loading the primary's hot set into shared buffers")));
+			(errmsg("loading the primary's hot set into shared buffers"),
+			 errdetail("The server has been promoted.")));
 	wc_lead_restore(WC_MODE_BUFFER, WC_SOURCE_PROMOTION);
 
 	/*
@@ -246,9 +252,9 @@ load_at_promotion(void)
 		(void) durable_unlink(WC_FOLLOWED_FILE, LOG);
 	else
 		ereport(LOG,
-				(errmsg("the primary's hot set is kept in \"%s\": its load at promotion did not complete",
+				(errmsg("the primary's hot set is kept in \"%s\"",
 						WC_FOLLOWED_FILE),
-				 errdetail("It is loaded again when the autowarm worker or the server starts next.")));
+				 errdetail("Its load at promotion did not complete. It is loaded again when the autowarm worker or the server starts next.")));
 	return true;
 }
 
@@ -398,7 +404,7 @@ pg_warmcache_main(Datum arg)
 	if (!wc_server_stopping())
 	{
 		ereport(LOG,
-				(errmsg("pg_warmcache: the autowarm worker was terminated"),
+				(errmsg("the autowarm worker was terminated"),
 				 errdetail("It is started again in %d seconds. No dump was written.",
 						   WC_RESTART_S)));
 		proc_exit(1);

@@ -227,13 +227,13 @@ set_follow_state(FollowState state, const char *problem, bool again)
 			break;
 		case WC_FOLLOW_NO_DATABASE:
 			ereport(LOG,
-					(errmsg("pg_warmcache: cannot follow the primary's hot set: database \"%s\" does not exist or does not allow connections",
-							WC_CHANNEL_DATABASE),
-					 errdetail("The primary publishes its hot set in that database.")));
+					(errmsg("cannot follow the primary's hot set"),
+					 errdetail("Database \"%s\" does not exist or does not allow connections. The primary publishes its hot set in that database.",
+							   WC_CHANNEL_DATABASE)));
 			break;
 		case WC_FOLLOW_NO_TABLE:
 			ereport(LOG,
-					(errmsg("pg_warmcache: the primary publishes no hot set to follow"),
+					(errmsg("the primary publishes no hot set to follow"),
 					 errdetail("Database \"%s\" has no table %s: extension pg_warmcache 1.2 or later is not installed there.",
 							   WC_CHANNEL_DATABASE, WC_CHANNEL_TABLE),
 					 errhint("Run CREATE EXTENSION pg_warmcache, or ALTER EXTENSION pg_warmcache UPDATE, in database \"%s\" on the primary.",
@@ -241,22 +241,22 @@ set_follow_state(FollowState state, const char *problem, bool again)
 			break;
 		case WC_FOLLOW_NOTHING_PUBLISHED:
 			ereport(LOG,
-					(errmsg("pg_warmcache: the primary has not published its hot set yet"),
+					(errmsg("the primary has not published its hot set yet"),
 					 errdetail("Table %s in database \"%s\" is empty.",
 							   WC_CHANNEL_TABLE, WC_CHANNEL_DATABASE),
 					 errhint("The primary publishes after each dump, with pg_warmcache in \"shared_preload_libraries\", \"pg_warmcache.autowarm\" on and \"pg_warmcache.dump_interval\" above zero; or this standby has not replayed that far yet.")));
 			break;
 		case WC_FOLLOW_UNUSABLE:
 			ereport(LOG,
-					(errmsg("pg_warmcache: the primary's published hot set is not usable: %s",
+					(errmsg("the primary's published hot set is not usable: %s",
 							problem ? problem : "unknown problem"),
 					 errdetail("The standby tries again when the primary publishes its next dump.")));
 			break;
 		case WC_FOLLOW_LOCKED:
 			ereport(LOG,
-					(errmsg("pg_warmcache: cannot read the primary's published hot set now: %s is locked",
-							problem ? problem : "its table"),
-					 errdetail("A session, or the replay of a lock taken on the primary, holds a lock on it. The standby does not wait: it tries again at each look, and its own dumps go on.")));
+					(errmsg("cannot read the primary's published hot set now"),
+					 errdetail("A session, or the replay of a lock taken on the primary, holds a lock on %s. The standby does not wait: it tries again at each look, and its own dumps go on.",
+							   problem ? problem : "its table")));
 			break;
 		case WC_FOLLOW_WRITABLE:
 			ereport(LOG,
@@ -268,13 +268,13 @@ set_follow_state(FollowState state, const char *problem, bool again)
 			break;
 		case WC_FOLLOW_REFUSED:
 			ereport(LOG,
-					(errmsg("pg_warmcache: the standby channel's table is not the one the extension made: %s",
+					(errmsg("the standby channel's table is not the one the extension made: %s",
 							problem ? problem : "unknown problem"),
 					 errdetail("Nothing is read from it until that changes.")));
 			break;
 		case WC_FOLLOW_FOLLOWING:
 			ereport(LOG,
-					(errmsg("pg_warmcache: following the primary's hot set")));
+					(errmsg("following the primary's hot set")));
 			break;
 	}
 }
@@ -306,7 +306,7 @@ note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 		if (old == outcome)
 		{
 			if (outcome == WC_PUBLISH_LOCKED)
-				elog(DEBUG1, "pg_warmcache: %s is locked: publication skipped again",
+				elog(DEBUG1, "%s is locked: publication skipped again",
 					 what);
 			return;
 		}
@@ -317,18 +317,18 @@ note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 		case WC_PUBLISH_DONE:
 			if (notes != NULL)
 				ereport(LOG,
-						(errmsg("pg_warmcache: publishing the hot set again")));
+						(errmsg("publishing the hot set again")));
 			break;
 		case WC_PUBLISH_LOCKED:
 			ereport(LOG,
-					(errmsg("pg_warmcache: cannot publish the hot set now: %s is locked",
-							what),
-					 errdetail("A session holds a lock on it. Publication does not wait: it is tried again every few seconds, and dumps go on.")));
+					(errmsg("cannot publish the hot set now"),
+					 errdetail("A session holds a lock on %s. Publication does not wait: it is tried again every few seconds, and dumps go on.",
+							   what)));
 			break;
 		case WC_PUBLISH_FAILED:
 			ereport(LOG,
-					(errmsg("could not publish the hot set: the publish worker ended without committing"),
-					 errdetail("The dump stays pending and is published at the next look, every 5 s; the worker's error is logged above.")));
+					(errmsg("could not publish the hot set"),
+					 errdetail("The publish worker ended without committing. The dump stays pending and is published at the next look, every 5 s; the worker's error is logged above.")));
 			break;
 		case WC_PUBLISH_WRITABLE:
 			ereport(LOG,
@@ -339,7 +339,7 @@ note_publish_outcome(ChannelNotes *notes, PublishOutcome outcome,
 			break;
 		case WC_PUBLISH_REFUSED:
 			ereport(LOG,
-					(errmsg("pg_warmcache: the standby channel's table is not the one the extension made: %s",
+					(errmsg("the standby channel's table is not the one the extension made: %s",
 							what),
 					 errdetail("Nothing is published until that changes.")));
 			break;
@@ -1102,7 +1102,7 @@ publish_file(ChannelTable *ct)
 		/* A dump this server wrote never gets here. */
 		ereport(LOG,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("pg_warmcache: dump file \"%s\" is not published: %s",
+				 errmsg("dump file \"%s\" is not published: %s",
 						WC_DUMP_FILE, problem),
 				 errdetail("Standbys keep following the last publication.")));
 		CloseTransientFile(fd);
@@ -1117,7 +1117,7 @@ publish_file(ChannelTable *ct)
 	if (delta != NULL)
 	{
 		insert_row(ct, info, -(pr.ndeltas + 1), hdr.dumped_at, delta);
-		elog(DEBUG1, "pg_warmcache: published the changes since the last publication in %zu bytes, delta %d of the full publication of %llu bytes",
+		elog(DEBUG1, "published the changes since the last publication in %zu bytes, delta %d of the full publication of %llu bytes",
 			 (size_t) (VARSIZE(delta) - VARHDRSZ), pr.ndeltas + 1,
 			 (unsigned long long) pr.full_bytes);
 		pfree(delta);
@@ -1154,7 +1154,7 @@ publish_file(ChannelTable *ct)
 	}
 	CloseTransientFile(fd);
 	pfree(chunk);
-	elog(DEBUG1, "pg_warmcache: published %llu bytes of the dump file in %d rows",
+	elog(DEBUG1, "published %llu bytes of the dump file in %d rows",
 		 (unsigned long long) bytes, n);
 	return true;
 }
@@ -1502,10 +1502,12 @@ fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		set_follow_state(WC_FOLLOW_UNUSABLE, problem, notes != NULL);
 		return;
 	}
-	elog(DEBUG1, "pg_warmcache: followed the publication of %s: %s, then %d delta(s)",
-		 timestamptz_to_str(dumped_at),
-		 whole ? "the full publication read" : "the followed file kept",
-		 applied);
+	if (whole)
+		elog(DEBUG1, "followed the publication of %s: the full publication read; deltas applied: %d",
+			 timestamptz_to_str(dumped_at), applied);
+	else
+		elog(DEBUG1, "followed the publication of %s: the followed file kept; deltas applied: %d",
+			 timestamptz_to_str(dumped_at), applied);
 	wc_status_lock(LW_EXCLUSIVE);
 	channel->followed_dumped_at = hdr.dumped_at;
 	channel->followed_blocks = (int64) hdr.nblocks;

@@ -438,7 +438,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 	wc_wake_worker();
 
 	ereport(DEBUG1,
-			(errmsg_internal("pg_warmcache: dumped %llu blocks in %llu runs in %.3f s",
+			(errmsg_internal("dumped %llu blocks in %llu runs in %.3f s",
 							 (unsigned long long) job.out.nblocks,
 							 (unsigned long long) job.out.nruns,
 							 secs + usecs / 1000000.0)));

@@ -392,7 +392,7 @@ wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
 	renamed = durable_rename(path, bad, LOG) == 0 || rename(path, bad) == 0;
 	ereport(elevel,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("pg_warmcache: dump file \"%s\" is not usable: %s",
+			 errmsg("dump file \"%s\" is not usable: %s",
 					path, problem),
 			 renamed ?
 			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",

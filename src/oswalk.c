@@ -378,12 +378,13 @@ walk_stopped(OsScan *scan)
 		scan->stopped = true;
 	if (scan->stopped && scan->shutdown)
 		ereport(LOG,
-				(errmsg("pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache %s",
-						wc_second_request ? "at a second shutdown request" :
-						psprintf("after %d s", WC_SHUTDOWN_WALK_MS / 1000)),
-				 errdetail("The dump's OS tier holds the blocks found until then.")));
+				(errmsg("the shutdown dump stopped walking the relation files for the OS page cache"),
+				 wc_second_request ?
+				 errdetail("A second shutdown request came. The dump's OS tier holds the blocks found until then.") :
+				 errdetail("The walk reached its limit of %d s. The dump's OS tier holds the blocks found until then.",
+						   WC_SHUTDOWN_WALK_MS / 1000)));
 	else if (scan->stopped)
-		elog(DEBUG1, "pg_warmcache: a dump was abandoned for a shutdown request");
+		elog(DEBUG1, "a dump was abandoned for a shutdown request");
 	return scan->stopped;
 }
 

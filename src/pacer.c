@@ -426,7 +426,7 @@ void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pg_warmcache: pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
+	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
 		 what, pacer->cpus_busy_us / 1e6, pacer->yield_us / 1e6,
 		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6);
 	pacer->cpus_busy_us = pacer->yield_us = 0;
@@ -658,7 +658,7 @@ wc_pacer_wait_for_commands(RestorePacer *pacer)
 {
 	if (pg_atomic_read_u32(&wc_restore->db_command_pending) == 0)
 		return;
-	elog(DEBUG1, "pg_warmcache: restore worker pauses for a database command");
+	elog(DEBUG1, "restore worker pauses for a database command");
 	while (pg_atomic_read_u32(&wc_restore->db_command_pending) != 0 &&
 		   !wc_pacer_check(pacer))
 		wc_pacer_sleep(pacer, WC_SLEEP_SLICE_MS);

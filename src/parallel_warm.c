@@ -626,12 +626,17 @@ terminate_workers(int code, Datum arg)
 	if (alive > 0 && !proc_exit_inprogress)
 		ereport(FATAL,
 				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("pg_warmcache: %d warm workers did not exit within %d s after the call failed",
-						alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000),
+				 errmsg_plural("%d warm worker did not exit within %d s after the call failed",
+								"%d warm workers did not exit within %d s after the call failed",
+								(unsigned long) alive,
+								alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000),
 				 errdetail("The session ends so that it cannot change the relation while they read it.")));
 	if (alive > 0)
-		elog(LOG, "pg_warmcache: %d warm workers did not exit within %d s",
-			 alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000);
+		ereport(LOG,
+				(errmsg_plural("%d warm worker did not exit within %d s",
+							   "%d warm workers did not exit within %d s",
+							   (unsigned long) alive,
+							   alive, WC_WORKER_EXIT_TIMEOUT_MS / 1000)));
 }
 
 /*
@@ -712,7 +717,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 		{
 			WarmRange	r = stripe_range(pw, i);
 
-			elog(DEBUG1, "pg_warmcache: warming stripe %u of \"%s\" again",
+			elog(DEBUG1, "warming stripe %u of \"%s\" again",
 				 i, RelationGetRelationName(rel));
 			again++;
 			finish_stripe(pw, i, wc_warm_ranges(rel, pw->fork, pw->mode, &r, 1,
@@ -720,7 +725,7 @@ warm_with_workers(Relation rel, ParallelWarm *pw, WarmLeader *leader)
 		}
 		done += pw->stripe[i].warmed;
 	}
-	elog(DEBUG1, "pg_warmcache: the workers warmed %u of %u stripes and prefaulted %u buffers",
+	elog(DEBUG1, "the workers warmed %u of %u stripes and prefaulted %u buffers",
 		 pw->nstripes - mine - again, pw->nstripes,
 		 pg_atomic_read_u32(&pw->prefaulted));
 	return done;
@@ -810,13 +815,13 @@ wc_warm_range(Relation rel, ForkNumber fork, WarmMode mode,
 			   launch_worker(seg, &leader, pw->relid, others, &why))
 			;
 		if (why != NULL)
-			elog(DEBUG1, "pg_warmcache: no more warm workers: %s", why);
+			elog(DEBUG1, "no more warm workers: %s", why);
 
 		SpinLockAcquire(&pw->advice.mutex);
 		pw->advice.advice.members = leader.nworkers + 1;
 		SpinLockRelease(&pw->advice.mutex);
 
-		elog(DEBUG1, "pg_warmcache: warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
+		elog(DEBUG1, "warming %u blocks of \"%s\" in %u stripes with %d of %d workers",
 			 range->count, RelationGetRelationName(rel), nstripes,
 			 leader.nworkers, planned);
 

@@ -393,13 +393,21 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 	else
 	{
 		note_incomplete(leader, "a restore worker did not finish");
-		if (!leader->stopped)
+		if (!leader->stopped && OidIsValid(share->db))
 			ereport(LOG,
-					(errmsg("pg_warmcache: the restore of %s left %llu of its %llu blocks unhandled",
-							OidIsValid(share->db) ?
-							psprintf("database %u", share->db) : "the shared catalogs",
-							(unsigned long long) rest,
-							(unsigned long long) share->blocks)));
+					(errmsg_plural("the restore of database %u left %llu of its %llu block unhandled",
+								   "the restore of database %u left %llu of its %llu blocks unhandled",
+								   (unsigned long) share->blocks,
+								   share->db,
+								   (unsigned long long) rest,
+								   (unsigned long long) share->blocks)));
+		else if (!leader->stopped)
+			ereport(LOG,
+					(errmsg_plural("the restore of the shared catalogs left %llu of its %llu block unhandled",
+								   "the restore of the shared catalogs left %llu of its %llu blocks unhandled",
+								   (unsigned long) share->blocks,
+								   (unsigned long long) rest,
+								   (unsigned long long) share->blocks)));
 	}
 }
 
@@ -467,8 +475,8 @@ free_slot(RestoreLeader *leader)
 		stale_handles[i] = NULL;
 		wc_restore->slots[i].registered = false;
 		ereport(LOG,
-				(errmsg("the restore worker left in slot %d has ended: the slot is used again",
-						i)));
+				(errmsg("the restore worker left in slot %d has ended", i),
+				 errdetail("The slot is used again.")));
 		return i;
 	}
 	return -1;
@@ -521,7 +529,7 @@ start_stripe(RestoreLeader *leader, int share_no, int k, Oid connect_db,
 	RestoreSlot *slot;
 
 	Assert(i >= 0 && i < WC_MAX_RESTORE_WORKERS && leader->handles[i] == NULL);
-	elog(DEBUG1, "pg_warmcache: starting the restore worker of stripe %d of database %u in slot %d",
+	elog(DEBUG1, "starting the restore worker of stripe %d of database %u in slot %d",
 		 k, share->db, i);
 	slot = &wc_restore->slots[i];
 	slot->db = share->db;
@@ -634,6 +642,102 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 }
 
 /*
+ * The primary messages that name what a restore reads: one message each for
+ * the saved set, the followed set and the load at promotion, so that none
+ * splices a word in.  Each is called inside ereport(), as errmsg() is.
+ */
+static int
+errmsg_gives_up(RestoreSource source, Oid db)
+{
+	switch (source)
+	{
+		case WC_SOURCE_FOLLOWED:
+			return errmsg("the pass over the followed set gives up database %u",
+						  db);
+		case WC_SOURCE_PROMOTION:
+			return errmsg("the load of the primary's hot set at promotion gives up database %u",
+						  db);
+		case WC_SOURCE_SAVED:
+			break;
+	}
+	return errmsg("the restore of the saved set gives up database %u", db);
+}
+
+static int
+errmsg_error(RestoreSource source, const char *message)
+{
+	switch (source)
+	{
+		case WC_SOURCE_FOLLOWED:
+			return errmsg("the pass over the followed set stopped on an error: %s",
+						  message);
+		case WC_SOURCE_PROMOTION:
+			return errmsg("the load of the primary's hot set at promotion stopped on an error: %s",
+						  message);
+		case WC_SOURCE_SAVED:
+			break;
+	}
+	return errmsg("the restore of the saved set stopped on an error: %s",
+				  message);
+}
+
+/* The end of a restore: stopped, incomplete or finished, with its figures. */
+static int
+errmsg_end(RestoreSource source, bool stopped, bool incomplete,
+		   uint64 done, uint64 total, uint64 os, uint64 skipped,
+		   double elapsed)
+{
+	unsigned long long d = done;
+	unsigned long long t = total;
+	unsigned long long o = os;
+	unsigned long long s = skipped;
+	unsigned long n = (unsigned long) total;
+	double		rate;
+
+	rate = elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0;
+	switch (source)
+	{
+		case WC_SOURCE_FOLLOWED:
+			if (stopped)
+				return errmsg_plural("pass over the followed set stopped: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 "pass over the followed set stopped: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			if (incomplete)
+				return errmsg_plural("pass over the followed set incomplete: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 "pass over the followed set incomplete: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			return errmsg_plural("pass over the followed set finished: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+								 "pass over the followed set finished: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+								 n, d, t, o, s, elapsed, rate);
+		case WC_SOURCE_PROMOTION:
+			if (stopped)
+				return errmsg_plural("load of the primary's hot set at promotion stopped: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 "load of the primary's hot set at promotion stopped: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			if (incomplete)
+				return errmsg_plural("load of the primary's hot set at promotion incomplete: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 "load of the primary's hot set at promotion incomplete: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			return errmsg_plural("load of the primary's hot set at promotion finished: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+								 "load of the primary's hot set at promotion finished: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+								 n, d, t, o, s, elapsed, rate);
+		case WC_SOURCE_SAVED:
+			break;
+	}
+	if (stopped)
+		return errmsg_plural("restore of the saved set stopped: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+							 "restore of the saved set stopped: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+							 n, d, t, o, s, elapsed, rate);
+	if (incomplete)
+		return errmsg_plural("restore of the saved set incomplete: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+							 "restore of the saved set incomplete: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+							 n, d, t, o, s, elapsed, rate);
+	return errmsg_plural("restore of the saved set finished: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+						 "restore of the saved set finished: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+						 n, d, t, o, s, elapsed, rate);
+}
+
+/*
  * Does a command want the database of a share whose workers wait to start?
  * One that keeps wanting it for WC_DB_WANTED_MAX_S has the share given up.
  */
@@ -659,10 +763,9 @@ still_wanted(RestoreLeader *leader, DbShare *share)
 				 "database %u stayed wanted by a command", share->db);
 		note_incomplete(leader, reason);
 		ereport(LOG,
-				(errmsg("the %s gives database %u up: a command has wanted it for %d s",
-						wc_source_name(leader->source), share->db,
-						WC_DB_WANTED_MAX_S),
-				 errdetail("The rest of the restore goes on; the blocks of the database left are counted as skipped (locked)."),
+				(errmsg_gives_up(leader->source, share->db),
+				 errdetail("A command has wanted it for %d s. The rest of the restore goes on; the blocks of the database left are counted as skipped (locked).",
+						   WC_DB_WANTED_MAX_S),
 				 leader->source == WC_SOURCE_SAVED ?
 				 errhint("The saved file is restored again %d s after this restore ends.",
 						 WC_DB_RETRY_S) : 0));
@@ -764,7 +867,8 @@ launch_workers(RestoreLeader *leader)
 					leader->no_slot_since = GetCurrentTimestamp();
 				if (!leader->no_slot_warned)
 					ereport(WARNING,
-							(errmsg("pg_warmcache: could not start a restore worker"),
+							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							 errmsg("could not start a restore worker"),
 							 errdetail("All background worker slots are in use; the restore tries again as they free up."),
 							 errhint("Consider raising \"max_worker_processes\".")));
 				leader->no_slot_warned = true;
@@ -1027,17 +1131,10 @@ report_end(RestoreLeader *leader)
 
 	/* A pass over the followed set comes with each of the primary's dumps. */
 	ereport(source == WC_SOURCE_FOLLOWED && !incomplete ? DEBUG1 : LOG,
-			(errmsg("pg_warmcache: %s %s: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
-					wc_source_name(source),
-					leader->stopped ? "stopped" :
-					incomplete ? "incomplete" : "finished",
-					(unsigned long long) done,
-					(unsigned long long) hdr->nblocks,
-					(unsigned long long) os,
-					(unsigned long long) skipped,
-					elapsed,
-					elapsed > 0 ? done * (double) BLCKSZ / (1024.0 * 1024.0) / elapsed : 0.0),
-			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable, %llu past the restore limit. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU.%s%s",
+			(errmsg_end(source, leader->stopped, incomplete,
+						done, hdr->nblocks, os, skipped, elapsed),
+			 incomplete ?
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable, %llu past the restore limit. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU. The saved block list is kept: %s.",
 					   (unsigned long long) skip[WC_SKIP_GONE],
 					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
 					   (unsigned long long) skip[WC_SKIP_LOCKED],
@@ -1045,8 +1142,15 @@ report_end(RestoreLeader *leader)
 					   (unsigned long long) skip[WC_SKIP_LIMIT],
 					   (unsigned long long) pg_atomic_read_u64(&wc_restore->found_cached),
 					   pg_atomic_read_u64(&wc_restore->cpu_us) / 1000000.0,
-					   incomplete ? " The saved block list is kept: " : "",
-					   incomplete ? leader->reason : "")));
+					   leader->reason) :
+			 errdetail("Skipped: %llu gone, %llu in excluded databases, %llu locked, %llu unreadable, %llu past the restore limit. In the OS cache already, not read again: %llu. The restore workers used %.2f s of CPU.",
+					   (unsigned long long) skip[WC_SKIP_GONE],
+					   (unsigned long long) skip[WC_SKIP_EXCLUDED],
+					   (unsigned long long) skip[WC_SKIP_LOCKED],
+					   (unsigned long long) skip[WC_SKIP_FAILED],
+					   (unsigned long long) skip[WC_SKIP_LIMIT],
+					   (unsigned long long) pg_atomic_read_u64(&wc_restore->found_cached),
+					   pg_atomic_read_u64(&wc_restore->cpu_us) / 1000000.0)));
 }
 
 /* The file a restore reads. */
@@ -1285,14 +1389,18 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 			plan_limit(leader, mode);
 			publish_os_tier(leader);
 			ereport(source == WC_SOURCE_FOLLOWED ? DEBUG1 : LOG,
-					(errmsg("pg_warmcache: restoring %llu blocks (%.1f MB) of %d database(s) in mode %s, from %s",
-							(unsigned long long) leader->hdr.nblocks,
-							leader->hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
-							leader->ndbs, wc_mode_name(mode),
-							wc_source_file(source)),
+					(errmsg_plural("restoring %llu blocks (%.1f MB) of %d database in mode %s, from \"%s\"",
+								   "restoring %llu blocks (%.1f MB) of %d databases in mode %s, from \"%s\"",
+								   (unsigned long) leader->ndbs,
+								   (unsigned long long) leader->hdr.nblocks,
+								   leader->hdr.nblocks * (double) BLCKSZ / (1024.0 * 1024.0),
+								   leader->ndbs, wc_mode_name(mode),
+								   wc_source_file(source)),
 					 leader->os_tier_blocks > 0 ?
-					 errdetail("%llu of the blocks were in the OS page cache only; they go back there.",
-							   (unsigned long long) leader->os_tier_blocks) : 0));
+					 errdetail_plural("%llu of the blocks was in the OS page cache only; it goes back there.",
+									  "%llu of the blocks were in the OS page cache only; they go back there.",
+									  (unsigned long) leader->os_tier_blocks,
+									  (unsigned long long) leader->os_tier_blocks) : 0));
 			lead_workers(leader);
 		}
 		else if (status == WC_FILE_BAD)
@@ -1312,8 +1420,7 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 		AtEOXact_Files(false);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
-				 errmsg("pg_warmcache: the %s stopped on an error: %s",
-						wc_source_name(source), edata->message),
+				 errmsg_error(source, edata->message),
 				 errdetail("The saved block list is kept; the autowarm worker goes on.")));
 		FreeErrorData(edata);
 		if (!leader->stopped)

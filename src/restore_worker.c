@@ -179,7 +179,7 @@ source_gone(const char *path)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_FILE),
-			 errmsg("pg_warmcache: file \"%s\" is gone during the restore", path)));
+			 errmsg("file \"%s\" is gone during the restore", path)));
 }
 
 static void
@@ -483,7 +483,8 @@ restore_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 		w->pacer.base.rel = NULL;
 		if (!w->error_logged)
 			ereport(WARNING,
-					(errmsg("pg_warmcache: could not restore blocks of relation %u/%u/%u: %s",
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not restore blocks of relation %u/%u/%u: %s",
 							batch->key.spc, batch->key.db, batch->key.relnumber,
 							edata->message),
 					 errdetail("The blocks of the batch are skipped; this worker goes on and logs no further errors.")));
@@ -761,9 +762,8 @@ leave_database(RestoreWorker *w)
 	w->slot->resume = pos;
 	w->slot->outcome = WC_OUTCOME_LEFT_DATABASE;
 	ereport(LOG,
-			(errmsg("pg_warmcache: restore worker leaves database %u for a command that wants it",
-					w->slot->db),
-			 errdetail("The restore of the database goes on when the command is done.")));
+			(errmsg("restore worker leaves database %u", w->slot->db),
+			 errdetail("A command wants the database. The restore of the database goes on when the command is done.")));
 }
 
 static void
@@ -807,12 +807,16 @@ check_share(RestoreWorker *w, const RankPlan *plan)
 	handled = pg_atomic_read_u64(&w->slot->processed);
 	if (handled < buffer_tier + plan->share[WC_RANK_SLOT_OS])
 		ereport(LOG,
-				(errmsg("pg_warmcache: restore worker of database %u handled %llu of the %llu blocks of its share",
-						w->slot->db, (unsigned long long) handled,
-						(unsigned long long) (buffer_tier + plan->share[WC_RANK_SLOT_OS])),
-				 errdetail("Its share holds %llu blocks of the buffer tier and %llu of the OS tier.",
-						   (unsigned long long) buffer_tier,
-						   (unsigned long long) plan->share[WC_RANK_SLOT_OS])));
+				(errmsg_plural("restore worker of database %u handled %llu of the %llu block of its share",
+							   "restore worker of database %u handled %llu of the %llu blocks of its share",
+							   (unsigned long) (buffer_tier + plan->share[WC_RANK_SLOT_OS]),
+							   w->slot->db, (unsigned long long) handled,
+							   (unsigned long long) (buffer_tier + plan->share[WC_RANK_SLOT_OS])),
+				 errdetail_plural("Its share holds %llu block of the buffer tier and %llu of the OS tier.",
+								  "Its share holds %llu blocks of the buffer tier and %llu of the OS tier.",
+								  (unsigned long) buffer_tier,
+								  (unsigned long long) buffer_tier,
+								  (unsigned long long) plan->share[WC_RANK_SLOT_OS])));
 }
 
 /*
@@ -839,7 +843,7 @@ restore_share(RestoreWorker *w)
 			hi = rank;
 		if (plan.my_blocks[rank] >= WC_DENSE_RUN * plan.my_runs[rank] || rank == 0)
 		{
-			elog(DEBUG1, "pg_warmcache: restore pass over ranks %d to %d", hi, rank);
+			elog(DEBUG1, "restore pass over ranks %d to %d", hi, rank);
 			restore_pass(w, &plan, hi, rank, &batch, clipped);
 			retry_deferred(w, clipped, false);
 			hi = -1;
@@ -847,7 +851,7 @@ restore_share(RestoreWorker *w)
 	}
 	if (hi >= 0 && !w->stopping && !w->leaving_database)
 	{
-		elog(DEBUG1, "pg_warmcache: restore pass over ranks %d to 0", hi);
+		elog(DEBUG1, "restore pass over ranks %d to 0", hi);
 		restore_pass(w, &plan, hi, 0, &batch, clipped);
 	}
 
@@ -855,7 +859,7 @@ restore_share(RestoreWorker *w)
 	if (plan.my_blocks[WC_RANK_SLOT_OS] > 0 && !w->stopping && !w->leaving_database)
 	{
 		retry_deferred(w, clipped, false);
-		elog(DEBUG1, "pg_warmcache: restore pass over the OS tier");
+		elog(DEBUG1, "restore pass over the OS tier");
 		restore_pass(w, &plan, WC_RANK_SLOT_OS, WC_RANK_SLOT_OS, &batch, clipped);
 	}
 	retry_deferred(w, clipped, true);

@@ -189,7 +189,7 @@ wc_encode_run(RunCoder *coder, const WarmRun *run, uint8 *out)
 
 	/* The writer merges what touches or overlaps: runs only move on. */
 	if (run->start < coder->prev_end || run->count == 0)
-		elog(ERROR, "pg_warmcache: run of relation %u at block %u is out of order",
+		elog(ERROR, "run of relation %u at block %u is out of order",
 			 run->relnumber, run->start);
 	n += put_number(out + n, (uint32) (run->start - coder->prev_end) + 1);
 	n += put_number(out + n, run->count - 1);

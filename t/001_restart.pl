@@ -75,21 +75,21 @@ ok( $node->poll_query_until(
 		'postgres',
 		'SELECT restore_finished_at IS NOT NULL FROM warmcache_status()'),
 	'the start-up restore finished');
-$node->wait_for_log(qr/pg_warmcache: restore finished: restored \d+ of \d+ blocks/,
+$node->wait_for_log(qr/restore of the saved set finished: restored \d+ of \d+ blocks/,
 	$log_offset);
 my $log = slurp_file($node->logfile, $log_offset);
 
-like($log, qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/dumped \d+ blocks at shutdown/,
 	'the shutdown dump was logged');
-my ($dumped) = $log =~ /pg_warmcache: dumped (\d+) blocks at shutdown/;
+my ($dumped) = $log =~ /dumped (\d+) blocks at shutdown/;
 my ($restored, $total, $os, $skipped) = $log =~
-  /pg_warmcache: restore finished: restored (\d+) of (\d+) blocks \((\d+) into the OS cache only\), skipped (\d+)/;
+  /restore of the saved set finished: restored (\d+) of (\d+) blocks \((\d+) into the OS cache only\), skipped (\d+)/;
 ok(defined $total, 'the restore logged its end');
 is($total, $dumped, 'the restore read the file dumped at shutdown');
 is($restored, $total, 'log: every block restored');
 is($skipped, 0, 'log: no block skipped');
 is($os, 0, 'log: nothing went to the OS cache only');
-unlike($log, qr/restore stopped/, 'the restore was not stopped');
+unlike($log, qr/restore of the saved set stopped/, 'the restore was not stopped');
 
 # The status row says the same.
 is( $node->safe_psql(

@@ -133,7 +133,7 @@ is(slurp_bin($file), $last, 'dump_interval = 0: the file did not change');
 my $offset = -s $node->logfile;
 $node->stop;
 like(slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+	qr/dumped \d+ blocks at shutdown/,
 	'dump_interval = 0: dumped at shutdown');
 isnt(slurp_bin($file), $last, 'the shutdown dump rewrote the file');
 
@@ -176,7 +176,7 @@ is( $node->safe_psql(
 SELECT count(*) FROM pg_buffercache
  WHERE relfilenode IN (pg_relation_filenode('t'), pg_relation_filenode('u'))}),
 	'0', 'autowarm = off: the tables are not cached');
-unlike(slurp_file($node->logfile, $offset), qr/pg_warmcache: restor/,
+unlike(slurp_file($node->logfile, $offset), qr/restoring \d+ blocks|restore of the saved set/,
 	'autowarm = off: no restore logged');
 
 # ... and no dump at shutdown: the file stays as it is.
@@ -184,7 +184,7 @@ $node->safe_psql('postgres', "SELECT warm('t')");
 my $kept = slurp_bin($file);
 $offset = -s $node->logfile;
 $node->stop;
-unlike(slurp_file($node->logfile, $offset), qr/pg_warmcache: dumped/,
+unlike(slurp_file($node->logfile, $offset), qr/dumped \d+ blocks?\b/,
 	'autowarm = off: no dump at shutdown');
 is(slurp_bin($file), $kept, 'autowarm = off: the file did not change');
 

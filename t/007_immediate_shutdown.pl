@@ -77,7 +77,7 @@ is(cached($node, 't'), $t_blocks,
 my $log = slurp_file($node->logfile, $offset);
 like(
 	$log,
-	qr/pg_warmcache: restoring $n blocks/,
+	qr/restoring $n blocks/,
 	'the log shows the restore of the saved blocks');
 unlike($log, qr/WARNING/, 'no warning about the file');
 ok(slurp_bin($file) eq $saved, 'the restore leaves the file unchanged');

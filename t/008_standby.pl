@@ -70,7 +70,7 @@ my $offset = -s $standby->logfile;
 $standby->stop;
 like(
 	slurp_file($standby->logfile, $offset),
-	qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+	qr/dumped \d+ blocks at shutdown/,
 	'the standby dumped at shutdown');
 my $saved = slurp_bin("$dir/pg_warmcache.blocks");
 
@@ -96,7 +96,7 @@ wait_for_restore($standby, 'the restore on the standby');
 
 my $log = slurp_file($standby->logfile, $offset);
 my $h_nblocks = header($saved)->{nblocks};
-like($log, qr/pg_warmcache: restoring $h_nblocks blocks/,
+like($log, qr/restoring $h_nblocks blocks/,
 	'the standby restored its own dump at start');
 unlike($log, qr/WARNING/, 'without warnings');
 is( $standby->safe_psql(

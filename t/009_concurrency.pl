@@ -164,7 +164,7 @@ my $offset = -s $node->logfile;
 $node->restart;
 like(
 	slurp_file($node->logfile, $offset),
-	qr/LOG:  pg_warmcache: kept the saved block list of $total blocks/,
+	qr/LOG:  kept the saved block list of $total blocks/,
 	'the shutdown dump after an aborted restore keeps the saved file');
 ok(slurp_bin($file) eq $saved,
 	'the saved file is byte for byte the one before the aborted restore');
@@ -178,11 +178,11 @@ is(status($node, 'restore_blocks_total'), $total,
 $offset = -s $node->logfile;
 $node->stop;
 my $log = slurp_file($node->logfile, $offset);
-like($log, qr/pg_warmcache: restore stopped/,
+like($log, qr/restore of the saved set stopped/,
 	'the shutdown stops the restore');
 like(
 	$log,
-	qr/LOG:  pg_warmcache: kept the saved block list of $total blocks/,
+	qr/LOG:  kept the saved block list of $total blocks/,
 	'the shutdown dump after an interrupted restore keeps the saved file');
 ok(slurp_bin($file) eq $saved, 'the saved file is still the same');
 
@@ -212,7 +212,7 @@ $offset = -s $node->logfile;
 is($node->safe_psql('postgres', 'SELECT warmcache_restore_abort()'),
 	't', 'warmcache_restore_abort() returns true');
 $node->wait_for_log(
-	qr/LOG:  pg_warmcache: kept the saved block list of $total blocks/,
+	qr/LOG:  kept the saved block list of $total blocks/,
 	$offset);
 ok(1, 'the periodic dump after an aborted restore keeps the saved file');
 ok(slurp_bin($file) eq $saved, 'the saved file is unchanged');

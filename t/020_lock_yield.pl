@@ -75,7 +75,7 @@ $node->reload;
 wait_for_restore($node);
 like(
 	slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore finished: restored \d+ of $total blocks/,
+	qr/restore of the saved set finished: restored \d+ of $total blocks/,
 	'the log says the restore finished');
 is( status(
 		$node,

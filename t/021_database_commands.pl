@@ -85,7 +85,7 @@ command_in_time('db_move', 'ALTER DATABASE db_move SET TABLESPACE ts');
 is(status($node, 'state'), 'restoring',
 	'the restore goes on after the commands');
 like(slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore worker leaves database $oid{db_drop} /,
+	qr/restore worker leaves database $oid{db_drop}\n.*DETAIL:  A command wants the database\./,
 	'the log says a worker left the database to the command');
 
 # The restore goes on in the template and in the renamed database.
@@ -163,12 +163,12 @@ ok($holder->finish, 'the transaction rolls back');
 # is restored again 30 s later, which completes.
 $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
 $node->reload;
-$node->wait_for_log(qr/the restore gives database $oid{db_tmpl} up/, $offset);
+$node->wait_for_log(qr/the restore of the saved set gives up database $oid{db_tmpl}\b/, $offset);
 $node->wait_for_log(qr/restoring the saved file again/, $offset);
 wait_for_status($node, "state = 'idle' AND NOT restore_incomplete",
 	'the restore again to complete');
 like(slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore finished: restored \d+ of $total blocks/,
+	qr/restore of the saved set finished: restored \d+ of $total blocks/,
 	'the log says the restore finished');
 is( status(
 		$node,

@@ -81,7 +81,7 @@ $node->append_conf('postgresql.conf', 'pg_warmcache.max_restore_rate = 0');
 $node->reload;
 wait_for_restore($node);
 my $log = slurp_file($node->logfile, $offset);
-like($log, qr/pg_warmcache: restore finished: restored \d+ of $total blocks/,
+like($log, qr/restore of the saved set finished: restored \d+ of $total blocks/,
 	'the log says the restore finished');
 unlike($log, qr/FATAL/, 'no FATAL in the log');
 

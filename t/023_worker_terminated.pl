@@ -47,7 +47,7 @@ is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"),
 wait_for_restore($node, 'the restore to end');
 
 my $log = slurp_file($node->logfile, $offset);
-unlike($log, qr/pg_warmcache: restore finished/,
+unlike($log, qr/restore of the saved set finished/,
 	'the log does not call the restore finished');
 is( status(
 		$node,
@@ -69,7 +69,7 @@ $offset = -s $node->logfile;
 $node->stop;
 like(
 	slurp_file($node->logfile, $offset),
-	qr/LOG:  pg_warmcache: kept the saved block list of $total blocks/,
+	qr/LOG:  kept the saved block list of $total blocks/,
 	'the shutdown dump keeps the saved file');
 ok(slurp_bin($file) eq $saved, 'the saved file is still the same');
 

@@ -37,7 +37,7 @@ $node->safe_psql('postgres',
 );
 
 my $warning =
-  qr/WARNING:  pg_warmcache: could not start a restore worker\b/;
+  qr/WARNING:  could not start a restore worker\b/;
 
 #---- The slot frees: the restore completes ----
 
@@ -60,7 +60,7 @@ wait_for_restore($node);
 my $log = slurp_file($node->logfile, $offset);
 my @warnings = ($log =~ /$warning/g);
 is(scalar(@warnings), 1, 'the restore said it once');
-like($log, qr/pg_warmcache: restore finished: restored \d+ of $total blocks/,
+like($log, qr/restore of the saved set finished: restored \d+ of $total blocks/,
 	'the log says the restore finished');
 is( status(
 		$node,

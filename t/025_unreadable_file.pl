@@ -44,7 +44,7 @@ $node->start;
 $node->wait_for_log(qr/(?:WARNING|ERROR):  .*"pg_warmcache\.blocks"/, $offset);
 like(
 	slurp_file($node->logfile, $offset),
-	qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: could not open it: Permission denied/,
+	qr/WARNING:  dump file "pg_warmcache\.blocks" is not usable: could not open it: Permission denied/,
 	'a WARNING says the file cannot be opened');
 wait_for_status($node, "state = 'idle' AND worker_pid IS NOT NULL",
 	'the worker to go idle');

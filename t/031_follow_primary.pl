@@ -156,7 +156,7 @@ $os->poll_query_until('postgres',
 ) or die 'timed out waiting for the load at promotion';
 like(
 	slurp_file($os->logfile, $offset),
-	qr/promoted: loading the primary's hot set into shared buffers/,
+	qr/LOG:  loading the primary's hot set into shared buffers\n.*DETAIL:  The server has been promoted\./,
 	'the promotion is logged');
 cmp_ok(cached($os, 'v'), '>=', 0.95 * $blocks{v},
 	'promoted: shared buffers hold the followed set');

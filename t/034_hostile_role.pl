@@ -164,7 +164,7 @@ CREATE TRIGGER trap_statement BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON p
 publish_attempt($primary);
 publish_attempt($primary);
 my @refused = (slurp_file($primary->logfile, $offset) =~
-	  /LOG:  pg_warmcache: the standby channel's table is not the one the extension made: table public.warmcache_published is owned by role "mallory", which is not a superuser/g
+	  /LOG:  the standby channel's table is not the one the extension made: table public.warmcache_published is owned by role "mallory", which is not a superuser/g
 );
 is(scalar @refused, 1, 'the primary refuses to publish into a table mallory owns, said once');
 $standby->wait_for_log(

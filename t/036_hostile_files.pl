@@ -202,20 +202,20 @@ for my $case (@cases)
 	# Refused, or, if the check let it through, restored: a restore is
 	# stopped, for it may not end (a run of 2^32 blocks takes hours).
 	$node->wait_for_log(
-		qr/pg_warmcache: (dump file "pg_warmcache\.blocks" is not usable|restoring)/,
+		qr/(dump file "pg_warmcache\.blocks" is not usable|restoring \d+ blocks)/,
 		$offset);
 	my $log = slurp_file($node->logfile, $offset);
 	$node->safe_psql('postgres', 'SELECT warmcache_restore_abort()')
-	  if $log =~ /pg_warmcache: restoring/;
+	  if $log =~ /restoring \d+ blocks/;
 	wait_for_status($node, "state = 'idle' AND worker_pid IS NOT NULL",
 		'the worker to go idle');
 
 	like($log,
-		qr/WARNING:  pg_warmcache: dump file "pg_warmcache\.blocks" is not usable: $problem/,
+		qr/WARNING:  dump file "pg_warmcache\.blocks" is not usable: $problem/,
 		"$name: the WARNING names the problem");
 	like($log, qr/DETAIL:  It has been renamed to "pg_warmcache\.blocks\.corrupt"/,
 		"$name: the file is set aside");
-	unlike($log, qr/pg_warmcache: restoring/, "$name: no restore was started");
+	unlike($log, qr/restoring \d+ blocks/, "$name: no restore was started");
 	ok(!-e $file, "$name: pg_warmcache.blocks is gone");
 	ok(-e $bad && slurp_bin($bad) eq $bytes,
 		"$name: pg_warmcache.blocks.corrupt holds its bytes");
@@ -230,7 +230,7 @@ for my $case (@cases)
 	my $offset = start_with_file($name,
 		dump_bytes([ trun(1, 0, $n), trun(0x100, 0, $n) ]));
 	my $line = wait_for_restore_line($node, $offset);
-	like($line, qr/restore finished: restored \d+ of ${\(2 * $n)} blocks/,
+	like($line, qr/restore of the saved set finished: restored \d+ of ${\(2 * $n)} blocks/,
 		"$name: the restore ran") or diag($line);
 	unlike(slurp_file($node->logfile, $offset), qr/WARNING/,
 		"$name: no warning");
@@ -249,7 +249,7 @@ for my $case (@cases)
 	my $offset = start_with_file($name,
 		dump_bytes([ trun(1, 0, $n), trun(1, 0xFFFFF000, 16) ]));
 	my $line = wait_for_restore_line($node, $offset);
-	like($line, qr/restore finished: restored $n of ${\($n + 16)} blocks/,
+	like($line, qr/restore of the saved set finished: restored $n of ${\($n + 16)} blocks/,
 		"$name: the restore ends") or diag($line);
 	is(cached($node, 't'), $n, "$name: shared buffers hold all of t");
 }
@@ -319,7 +319,7 @@ $standby->wait_for_log(qr/the primary's published hot set is not usable: .*\n/, 
   if $state eq 'published file not usable';
 like(
 	slurp_file($standby->logfile, $offset),
-	qr/LOG:  pg_warmcache: the primary's published hot set is not usable: runs 0 and 1 overlap: both name block 1 of $rel_re in rank 1/,
+	qr/LOG:  the primary's published hot set is not usable: runs 0 and 1 overlap: both name block 1 of $rel_re in rank 1/,
 	'standby: the log says why');
 ok(!-e $standby->data_dir . '/pg_warmcache.followed',
 	'standby: no followed file');

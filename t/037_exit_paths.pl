@@ -136,7 +136,7 @@ sub next_dump_keeps
 	while (time < $deadline)
 	{
 		if (slurp_file($node->logfile, $offset) =~
-			/LOG:  pg_warmcache: kept the saved block list of $total blocks/)
+			/LOG:  kept the saved block list of $total blocks/)
 		{
 			$kept = 1;
 			last;
@@ -184,7 +184,7 @@ is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
 check_incomplete('cancelled leader', 'cancelled');
 like(
 	slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: restore stopped: .*\n.*The saved block list is kept: cancelled/,
+	qr/restore of the saved set stopped: .*\n.*The saved block list is kept: cancelled/,
 	'cancelled leader: the log says the restore stopped and the list is kept');
 is(status($node, 'worker_pid'), $pid,
 	'cancelled leader: the autowarm worker goes on');
@@ -204,7 +204,7 @@ check_incomplete('terminated leader', 'the autowarm worker was terminated');
 my $log = slurp_file($node->logfile, $offset);
 like(
 	$log,
-	qr/LOG:  pg_warmcache: the autowarm worker was terminated/,
+	qr/LOG:  the autowarm worker was terminated/,
 	'terminated leader: the log says so');
 like(
 	$log,
@@ -242,7 +242,7 @@ ok(holds_within("last_dump_at > '$before'::timestamptz", 30),
 set_conf('pg_warmcache.dump_interval = 0');
 unlike(
 	slurp_file($node->logfile, $offset),
-	qr/pg_warmcache: dumped \d+ blocks at shutdown/,
+	qr/dumped \d+ blocks at shutdown/,
 	'terminated idle worker: no shutdown dump was written');
 
 #---- A backend's dump terminated while its scratch files exist ----
@@ -292,7 +292,7 @@ is(header(slurp_bin($file))->{magic}, MAGIC, 'the saved file is whole');
 $offset = -s $node->logfile;
 $node->stop;
 $log = slurp_file($node->logfile, $offset);
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'at shutdown the autowarm worker writes the shutdown dump');
 unlike($log, qr/pg_warmcache autowarm.*exited with exit code/,
 	'at shutdown the autowarm worker exits with code 0');

@@ -119,7 +119,7 @@ sub concurrent_warms
 	}
 	$_->quit foreach @sessions;
 	ok($restore_started, "$n calls: warm workers ran, and a restore started");
-	$node->wait_for_log(qr/pg_warmcache: restore (finished|incomplete): /,
+	$node->wait_for_log(qr/restore of the saved set (finished|incomplete): /,
 		$offset);
 	return ($max, $samples, slurp_file($node->logfile, $offset),
 		$restore_seen);
@@ -131,8 +131,8 @@ sub restore_unhindered
 	my ($log, $what) = @_;
 	my @missed = $log =~ /(could not start a restore worker)/g;
 	is(scalar @missed, 0, "$what: the restore's worker started at once");
-	my ($line) = $log =~ /pg_warmcache: (restore (?:finished|incomplete): .*)/;
-	like($line, qr/^restore finished: restored (\d+) of \1 blocks/,
+	my ($line) = $log =~ /(restore of the saved set (?:finished|incomplete): .*)/;
+	like($line, qr/^restore of the saved set finished: restored (\d+) of \1 blocks/,
 		"$what: the restore completed");
 	return;
 }

@@ -296,7 +296,7 @@ sub settle
 sub check_pass
 {
 	my ($node, $name) = @_;
-	unlike(slurp_file($node->logfile), qr/(follow incomplete|follow stopped)/,
+	unlike(slurp_file($node->logfile), qr/pass over the followed set (?:incomplete|stopped)/,
 		"$name: no pass ended incomplete");
 	my ($incomplete, $total, $done, $gone, $excluded, $os_warm, $os_tier) =
 	  split /\|/, status($node,

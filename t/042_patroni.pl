@@ -233,12 +233,12 @@ run_ctl('restart', 'pgwc', $replica, '--force');
 poll(
 	sub {
 		substr(slurp_file($log), $offset) =~
-		  /pg_warmcache: restore (?:finished|incomplete): restored (\d+) of (\d+)/
+		  /restore of the saved set (?:finished|incomplete): restored (\d+) of (\d+)/
 		  && $1 > 0;
 	},
 	"$replica to restore its saved set after the restart");
 like(substr(slurp_file($log), $offset),
-	qr/pg_warmcache: restoring \d+ blocks .* from pg_warmcache\.blocks/,
+	qr/restoring \d+ blocks .* from "pg_warmcache\.blocks"/,
 	"the restarted replica $replica restored its own saved file");
 check_follows($replica, $leader, "after the restart, $replica");
 

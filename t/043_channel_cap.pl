@@ -143,10 +143,10 @@ sub refused
 		"BEGIN; DELETE FROM public.warmcache_published; INSERT INTO public.warmcache_published VALUES $values; COMMIT;"
 	);
 	$standby->wait_for_log(
-		qr/LOG:  pg_warmcache: the primary's published hot set is not usable: .*\n/,
+		qr/LOG:  the primary's published hot set is not usable: .*\n/,
 		$offset);
 	like(slurp_file($standby->logfile, $offset),
-		qr/LOG:  pg_warmcache: the primary's published hot set is not usable: $re/,
+		qr/LOG:  the primary's published hot set is not usable: $re/,
 		"$what: refused, with the figures");
 	ok(!-e $followed && !-e "$followed.tmp", "$what: no followed file written");
 	is(status($standby, 'follow_state'), 'published file not usable',

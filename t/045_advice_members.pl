@@ -89,7 +89,7 @@ $node->reload;
 wait_for_status($node, "state <> 'restoring'", 'the restore to end');
 
 my @joins = slurp_file($node->logfile, $offset) =~
-  /\[$survivor\] DEBUG:  pg_warmcache: (\d+) process(?:es)? in the shared measurement of advice/g;
+  /\[$survivor\] DEBUG:  processes in the shared measurement of advice: (\d+)/g;
 cmp_ok(scalar(@joins), '>=', 5,
 	'the worker left joined the measurement again for its next tables');
 is_deeply([ grep { $_ != 1 } @joins ],

@@ -100,7 +100,7 @@ write_dump_file($file, \%h, \@runs);
 my $offset = -s $node->logfile;
 $node->start;
 my $line = wait_for_restore_line($node, $offset);
-like($line, qr/restore finished: restored ${\scalar(@runs)} of ${\scalar(@runs)} blocks/,
+like($line, qr/restore of the saved set finished: restored ${\scalar(@runs)} of ${\scalar(@runs)} blocks/,
 	'the restore restored or found in place every block of the file')
   or diag($line);
 

@@ -132,7 +132,7 @@ cmp_ok($delta, '<', $full / 4,
 	"the delta ($delta bytes) is a small part of the full publication ($full)");
 check_followed($t, 'one delta');
 ok( $standby->wait_for_log(
-		qr/followed the publication of .*: the followed file kept, then 1 delta/,
+		qr/followed the publication of .*: the followed file kept; deltas applied: 1\n/,
 		$log_at),
 	'the standby applied the delta to the file it followed');
 
@@ -154,7 +154,7 @@ $standby->append_conf('postgresql.conf', 'pg_warmcache.follow_primary = os');
 $standby->restart;
 check_followed($t, 'full publication and three deltas');
 ok( $standby->wait_for_log(
-		qr/followed the publication of .*: the full publication read, then 3 delta/,
+		qr/followed the publication of .*: the full publication read; deltas applied: 3\n/,
 		$log_at),
 	'the restarted standby read the full publication and the three deltas');
 

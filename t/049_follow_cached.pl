@@ -87,7 +87,7 @@ cmp_ok(resident_blocks($path{lost}), '>=', OS_CACHE_SHARE * $blocks{lost},
 
 my $log = slurp_file($standby->logfile, $offset);
 my ($done, $total) =
-  $log =~ /follow finished: restored (\d+) of (\d+) blocks/
+  $log =~ /pass over the followed set finished: restored (\d+) of (\d+) blocks/
   or die "no finished pass in the log:\n$log";
 my ($found) = $log =~ /In the OS cache already, not read again: (\d+)\./
   or die "no count of cached blocks in the log:\n$log";
@@ -103,7 +103,7 @@ $keeper = keep_in_use($path{kept}, $path{lost});
 wait_for_followed_pass($primary, $standby, publish_dump($primary));
 stop_keeping($keeper);
 $log = slurp_file($standby->logfile, $offset);
-($done, $total) = $log =~ /follow finished: restored (\d+) of (\d+) blocks/
+($done, $total) = $log =~ /pass over the followed set finished: restored (\d+) of (\d+) blocks/
   or die "no finished pass in the log:\n$log";
 ($found) = $log =~ /In the OS cache already, not read again: (\d+)\./
   or die "no count of cached blocks in the log:\n$log";

@@ -92,7 +92,7 @@ is( status(
 	"t|database $odb stayed wanted by a command|t|t",
 	'the restore is incomplete, for odb, its blocks skipped as locked');
 like(slurp_file($node->logfile, $offset),
-	qr/the restore gives database $odb up: a command has wanted it for $bound s/,
+	qr/the restore of the saved set gives up database $odb\n.*DETAIL:  A command has wanted it for $bound s\./,
 	'the log says the restore gave odb up');
 my $first_start = status($node, 'restore_started_at');
 cmp_ok(cached($node, 'small'), '>', 0,

@@ -80,7 +80,7 @@ promote_and_wait_for_load($standby);
 sleep 2;
 $standby->stop('fast');
 my $log = slurp_file($standby->logfile, $offset);
-like($log, qr/promotion stopped: restored \d+ of \d+ blocks/,
+like($log, qr/load of the primary's hot set at promotion stopped: restored \d+ of \d+ blocks/,
 	'stopped: the load was cut short');
 ok(-f $path && slurp_bin($path) eq $bytes,
 	'stopped: the followed file is still there, unchanged');
@@ -95,7 +95,7 @@ $offset = -s $standby->logfile;
 $standby->start;
 wait_for_complete_load($standby, 'stopped', '-infinity');
 like(slurp_file($standby->logfile, $offset),
-	qr/promoted: loading the primary's hot set into shared buffers/,
+	qr/LOG:  loading the primary's hot set into shared buffers\n.*DETAIL:  The server has been promoted\./,
 	'stopped: the next start loads the followed set');
 $standby->stop;
 

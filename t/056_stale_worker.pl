@@ -87,7 +87,7 @@ $offset = -s $node->logfile;
 $node->append_conf('postgresql.conf', 'pg_warmcache.restore_workers = 8');
 $node->reload;
 $node->safe_psql('postgres', 'SELECT warmcache_restore_now()');
-$node->wait_for_log(qr/the restore worker left in slot $slot has ended: the slot is used again/,
+$node->wait_for_log(qr/the restore worker left in slot $slot has ended\n.*DETAIL:  The slot is used again\./,
 	$offset);
 pass("slot $slot is used again once its worker is gone");
 

@@ -91,7 +91,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM warmcache_blocks()'),
 my $log = slurp_file($node->logfile, $offset);
 unlike($log, qr/not usable|is malformed|is corrupt/,
 	'the log says nothing is wrong with the file');
-like($log, qr/restore finished/, 'the restore finished');
+like($log, qr/restore of the saved set finished/, 'the restore finished');
 
 # A restart restores the shutdown dump's file and sets nothing aside, with
 # the stray page still cached (fincore says so again after the restart).

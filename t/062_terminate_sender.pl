@@ -72,7 +72,7 @@ like(
 # keeps the saved file after the incomplete restore.
 unlike(
 	$log,
-	qr/pg_warmcache: (dumped \d+ blocks at shutdown|kept the saved block list)/,
+	qr/(dumped \d+ blocks at shutdown|kept the saved block list of \d+ blocks)/,
 	'shell kill: no shutdown dump was written');
 
 #---- pg_terminate_backend() while postmaster.pid cannot be read ----
@@ -93,7 +93,7 @@ ok(defined $new,
 $log = slurp_file($node->logfile, $offset);
 unlike(
 	$log,
-	qr/pg_warmcache: (dumped \d+ blocks at shutdown|kept the saved block list)/,
+	qr/(dumped \d+ blocks at shutdown|kept the saved block list of \d+ blocks)/,
 	'unreadable lock file: no shutdown dump was written');
 like(
 	$log,

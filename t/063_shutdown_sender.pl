@@ -78,7 +78,7 @@ sub stop_with_held_walk
 my $log = stop_with_held_walk(0);
 unlike($log, qr/stopped walking the relation files/,
 	'more requests to the postmaster: the walk is not stopped');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'more requests to the postmaster: the shutdown dump is written');
 unlike($log, qr/pg_warmcache autowarm.*exited with exit code/,
 	'more requests to the postmaster: the worker exits with code 0');
@@ -90,9 +90,9 @@ $node->start;
 $log = stop_with_held_walk(1);
 like(
 	$log,
-	qr/LOG:  pg_warmcache: the shutdown dump stopped walking the relation files for the OS page cache at a second shutdown request/,
+	qr/LOG:  the shutdown dump stopped walking the relation files for the OS page cache\n.*DETAIL:  A second shutdown request came\./,
 	'a shell kill after them: the walk stops at it');
-like($log, qr/LOG:  pg_warmcache: dumped \d+ blocks at shutdown/,
+like($log, qr/LOG:  dumped \d+ blocks at shutdown/,
 	'a shell kill after them: the shutdown dump is written');
 is(header(slurp_bin($file))->{magic}, MAGIC, 'the saved file is still whole');
 

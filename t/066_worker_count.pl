@@ -170,12 +170,12 @@ cmp_ok($max, '>=', 1, 'beside the parallel query: a warm worker ran');
 cmp_ok($max, '<=', 1,
 	"beside the parallel query: the restore's and the channel's slots stay free (at most $max warm workers)"
 );
-$node->wait_for_log(qr/pg_warmcache: restore (finished|incomplete): /,
+$node->wait_for_log(qr/restore of the saved set (finished|incomplete): /,
 	$offset);
 my $log = slurp_file($node->logfile, $offset);
 unlike($log, qr/could not start a restore worker/,
 	"the restore's workers started at once");
-like($log, qr/pg_warmcache: restore finished: restored (\d+) of \1 blocks/,
+like($log, qr/restore of the saved set finished: restored (\d+) of \1 blocks/,
 	'the restore completed');
 
 free_worker_slots($node, $h, $qpid);

@@ -93,7 +93,7 @@ sub restore_busy
 	$session->quit;
 	$after_start->() if $after_start;
 	my @pacer = slurp_file($node->logfile, $offset) =~
-	  /pg_warmcache: pacer over the buffer tier: (.*)\n/g;
+	  /DEBUG:  pacer over the buffer tier: (.*)\n/g;
 	return ($line, @pacer);
 }
 

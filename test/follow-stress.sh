@@ -15,8 +15,9 @@
 # backup copied (the lists are cycled; a kept file is restored at the
 # standby's start, before it follows), and runs pgbench -S on the primary
 # for --seconds while the standby follows.  A round fails on any
-# incomplete restore or pass, on no "follow finished" line, or when the status after
-# the last pass says the restore is incomplete or the OS tier is not warm.
+# incomplete restore or pass, on no "pass over the followed set finished"
+# line, or when the status after the last pass says the restore is
+# incomplete or the OS tier is not warm.
 #
 # Not part of test/run: it takes minutes per round and 4 GB of shared
 # memory.  Ports 5611 and 5612, directory $STRESS_DIR (/var/tmp/pgwc-stress).
@@ -75,8 +76,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 pg_warmcache.follow_primary = $follow
 log_min_messages = debug1" "$log" "$saved"
 	as_pg "$BINDIR/pgbench" -h "$W" -p $P1 -n -S -T "$SECONDS_EACH" postgres >/dev/null 2>&1
-	incomplete=$(grep -Ec '(follow|restore|promotion) incomplete' "$log" || true)
-	finished=$(grep -c 'follow finished' "$log" || true)
+	incomplete=$(grep -Ec "(pass over the followed set|restore of the saved set|load of the primary's hot set at promotion) incomplete" "$log" || true)
+	finished=$(grep -c 'pass over the followed set finished' "$log" || true)
 	status=$(q $P2 "SELECT restore_incomplete, followed_buffer_tier, followed_buffer_tier_warm, followed_os_tier, followed_os_tier_warm FROM warmcache_status()")
 	IFS='|' read -r inc bt btw ot otw <<<"$status"
 	verdict=pass
@@ -87,7 +88,7 @@ log_min_messages = debug1" "$log" "$saved"
 	fi
 	say "round $r (follow_primary $follow, standby shared_buffers $sb, saved file ${saved}d): $verdict; passes finished $finished, incomplete $incomplete; restore_incomplete $inc, buffer tier $btw of $bt warm, OS tier $otw of $ot warm"
 	if [ "$verdict" = FAIL ]; then
-		grep -E 'follow incomplete|restore incomplete|handled .* of the .* blocks|unhandled|leaves database|ended early|restore pass over' "$log" | head -30 >&2
+		grep -E 'pass over the followed set incomplete|restore of the saved set incomplete|handled .* of the .* blocks|unhandled|leaves database|ended early|restore pass over' "$log" | head -30 >&2
 		cp "$log" "$W/failed-round-$r.log"
 	fi
 done

@@ -140,9 +140,9 @@ sub wait_for_restore
 sub wait_for_restore_line
 {
 	my ($node, $offset) = @_;
-	$node->wait_for_log(qr/pg_warmcache: restore finished: .*\n/, $offset);
+	$node->wait_for_log(qr/restore of the saved set finished: .*\n/, $offset);
 	my ($line) = slurp_file($node->logfile, $offset) =~
-	  /(pg_warmcache: restore finished: .*)\n/;
+	  /(restore of the saved set finished: .*)\n/;
 	return $line;
 }
 
@@ -252,7 +252,7 @@ sub wait_for_kept_file
 	$node->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
 	$node->reload;
 	$node->wait_for_log(
-		qr/LOG:  pg_warmcache: kept the saved block list of $nblocks blocks/,
+		qr/LOG:  kept the saved block list of $nblocks blocks/,
 		$offset);
 	return;
 }
