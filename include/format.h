@@ -28,12 +28,12 @@
 #define WC_DUMP_SORT_FILE	"pg_warmcache.blocks.sort"
 #define WC_DUMP_BAD_FILE	"pg_warmcache.blocks.corrupt"
 
-/* On a standby: the primary's hot set it follows (channel.c). */
+/* On a standby: the primary's hot set it follows (channel_follow.c). */
 #define WC_FOLLOWED_FILE	"pg_warmcache.followed"
 #define WC_FOLLOWED_TMP_FILE "pg_warmcache.followed.tmp"
 #define WC_FOLLOWED_PART_FILE "pg_warmcache.followed.part"
 
-/* On a primary: its copy of what it last published (channel.c). */
+/* On a primary: its copy of what it last published (channel_publish.c). */
 #define WC_PUBLISHED_FILE	"pg_warmcache.published"
 #define WC_PUBLISHED_TMP_FILE "pg_warmcache.published.tmp"
 

@@ -165,11 +165,11 @@ advice_unlock(WarmAdviceShare *share)
 
 /*
  * The shared measurement this process is counted in, while it is in the
- * engine's loop; NULL otherwise.  An ERROR leaves it through PG_FINALLY in
- * the engine (wc_warm_ranges()), but a FATAL (a terminated restore worker, postmaster
- * death) calls proc_exit() without unwinding: an exit callback leaves it
- * then, or the other processes would measure for a member that is gone,
- * in phases ever longer, for the rest of the restore.
+ * engine's loop; NULL otherwise.  An ERROR leaves it through PG_FINALLY in the
+ * engine (wc_warm_ranges()), but a FATAL (a terminated restore worker,
+ * postmaster death) calls proc_exit() without unwinding: an exit callback
+ * leaves it then, or the other processes would measure for a member that is
+ * gone, in phases ever longer, for the rest of the restore.
  */
 static WarmAdviceShare *member_of = NULL;
 static bool member_exit_registered = false;

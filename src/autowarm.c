@@ -54,6 +54,7 @@
 
 #include "autowarm.h"
 #include "channel.h"
+#include "channel_state.h"
 #include "dump.h"
 #include "dumpfile.h"
 #include "restore.h"

@@ -433,7 +433,7 @@ wc_dump(bool shutdown, int64 min_blocks)
 	dump_status->last_dump_at = start;
 	dump_status->last_dump_blocks = (int64) job.out.nblocks;
 	dump_status->last_dump_seconds = secs + usecs / 1000000.0;
-	dump_status->dumps++;		/* for standbys: channel.c publishes it */
+	dump_status->dumps++;		/* for standbys: the channel publishes it */
 	wc_status_unlock();
 	wc_wake_worker();
 

@@ -218,8 +218,8 @@ prefault_ahead(WarmJob *job, Buffer last)
  * loaded: fewer if the pacer forbids eviction and no free buffer is left.
  *
  * NB: a loop that must not evict (the restore) loads one block at a time,
- * never through a read stream: a stream allocates the buffers of a combined read
- * at once, after its callback looked at the free list, so it can evict up
+ * never through a read stream: a stream allocates the buffers of a combined
+ * read at once, after its callback looked at the free list, so it can evict up
  * to io_combine_limit buffers when the free list runs dry.  Our advice has
  * started the reads already; this loop mostly copies from the OS cache.
  */
@@ -683,13 +683,13 @@ advise_ahead(WarmJob *job, const ChunkPlan *plan, uint64 done, ChunkStep *step)
 
 	if (job->mode == WC_MODE_PREFETCH)
 		wc_advise_until(&job->adv, &job->advised, done + step->n, &job->sf[1],
-					 job_piece(job));
+						job_piece(job));
 	else if (step->advise)
 	{
 		if (plan->advice_cap >= 0)
 			step->window = Min(step->window, (uint64) plan->advice_cap);
 		wc_advise_until(&job->adv, &job->advised, done + step->n + step->window,
-					 &job->sf[1], piece);
+						&job->sf[1], piece);
 	}
 }
 
@@ -753,7 +753,7 @@ warm_loop(WarmJob *job)
 		}
 
 		step.n = wc_cursor_piece(&job->cur, plan.io_blocks > 0 ?
-							  Min(plan.io_blocks, WC_IO_BLOCKS) : WC_IO_BLOCKS);
+								 Min(plan.io_blocks, WC_IO_BLOCKS) : WC_IO_BLOCKS);
 		step.block = wc_cursor_block(&job->cur);
 		advise_ahead(job, &plan, done, &step);
 		if (!warm_chunk(job, step.block, step.n,

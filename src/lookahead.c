@@ -172,7 +172,7 @@ advise_flush(SegFile *sf, BlockNumber start, BlockNumber end)
  */
 void
 wc_advise_until(RangeCursor *adv, uint64 *advised, uint64 target, SegFile *sf,
-			 BlockNumber piece)
+				BlockNumber piece)
 {
 	BlockNumber pstart = 0;
 	BlockNumber pend = 0;		/* pending advice [pstart, pend) */

@@ -18,7 +18,7 @@
  *
  * The lock of this state is the status lock: it also guards the plain
  * status fields of the other parts (the last dump's in dump.c, the
- * channel's in channel.c, the restore's in restore_shared.h), so that
+ * channel's in channel_state.c, the restore's in restore_shared.h), so that
  * warmcache_status() and readiness report all of them as of one moment.
  * Each part writes its fields with it held exclusively, and nothing is
  * held across I/O.  Loops that look at one field to decide whether to go

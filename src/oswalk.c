@@ -197,7 +197,7 @@ scan_segment_spans(OsScan *scan, int fd, WarmRun *run, BlockNumber first_block,
 		if (counting)
 		{
 			switch (wc_count_cached_pages(fd, (Size) off * BLCKSZ,
-									   (Size) n * BLCKSZ))
+										  (Size) n * BLCKSZ))
 			{
 				case WC_SEGMENT_NONE:
 					if (run->count > 0)

@@ -330,15 +330,15 @@ prefault_buffers(ParallelWarm *pw)
  *   An entry whose caller ended without giving it back (which only a crash,
  *   and so a reset of shared memory, should allow) is given back too.
  *
- * - Every other worker, roughly: the background workers in the
- *   backend-status snapshot, which is what pg_stat_activity shows, less the
- *   warm workers, plus the restore's workers registered but not yet
- *   connected (wc_restore_workers_starting()).  That misses a worker of
- *   another kind registered but not yet started (a parallel query's, launched at that
+ * - Every other worker, roughly: the background workers in the backend-status
+ *   snapshot, which is what pg_stat_activity shows, less the warm workers,
+ *   plus the restore's workers registered but not yet connected
+ *   (wc_restore_workers_starting()).  That misses a worker of another kind
+ *   registered but not yet started (a parallel query's, launched at that
  *   moment) and a worker that never connects, which has no entry in the
  *   snapshot.  Then the count is a slot or two short, and a restore worker
- *   started next may find no slot and wait for one, as it does when the
- *   slots are taken by others.
+ *   started next may find no slot and wait for one, as it does when the slots
+ *   are taken by others.
  */
 
 /* The shared memory of the bookkeeping, and its lock (shmem.c). */

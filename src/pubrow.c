@@ -3,10 +3,10 @@
  * pubrow.c
  *		What a row of the channel's table may hold.
  *
- * A standby reads the rows of warmcache_published (channel.c): a whole
- * publication's chunks 0, 1, ..., and the deltas -1, -2, ... after it.
- * What each row holds is checked here, apart from reading the table, so
- * that the checks can be run without a server (test/fuzz): the row's key,
+ * A standby reads the rows of warmcache_published (channel_follow.c): a
+ * whole publication's chunks 0, 1, ..., and the deltas -1, -2, ... after
+ * it.  What each row holds is checked here, apart from reading the table,
+ * so that the checks can be run without a server (test/fuzz): the row's key,
  * dump time and size before its data is read (a size is known before the
  * value is detoasted), then its data.  The header in chunk 0, and the one
  * each delta announces, bound everything read or written after it.

@@ -19,13 +19,13 @@
  *
  * A restore's fraction is the blocks it restored or found cached, over the
  * blocks of its file that can be restored: blocks skipped as gone (dropped,
- * past the end) or excluded (template databases) are out of the count;
- * blocks skipped as locked or unreadable stay in it, since the server does
- * not hold them.  A standby's fraction of the followed set is that of the
- * last finished pass, which its leader notes as it ends
- * (wc_restore_note_pass_end()); during a pass, the larger of it and the pass's own
- * (a pass finds cached what the previous one left, so it starts where the
- * previous one ended, but counts from zero).  Until a first pass ends, 0.
+ * past the end) or excluded (template databases) are out of the count; blocks
+ * skipped as locked or unreadable stay in it, since the server does not hold
+ * them.  A standby's fraction of the followed set is that of the last finished
+ * pass, which its leader notes as it ends (wc_restore_note_pass_end()); during
+ * a pass, the larger of it and the pass's own (a pass finds cached what the
+ * previous one left, so it starts where the previous one ended, but counts
+ * from zero).  Until a first pass ends, 0.
  *
  * Everything is read from shared memory, under the status lock in
  * shared mode for a moment, plus at most one stat() of a file: cheap
@@ -49,7 +49,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "channel.h"
+#include "channel_state.h"
 #include "dumpfile.h"
 #include "readiness.h"
 #include "restore.h"

@@ -1107,8 +1107,7 @@ report_end(RestoreLeader *leader)
 				 wc_restore->retries < WC_DB_RETRIES)
 		{
 			wc_restore->retries++;
-			wc_set_restore_retry(TimestampTzPlusMilliseconds(finished,
-															 WC_DB_RETRY_S * 1000),
+			wc_set_restore_retry(TimestampTzPlusMilliseconds(finished, WC_DB_RETRY_S * 1000),
 								 wc_restore->mode);
 		}
 	}

@@ -25,7 +25,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "channel.h"
+#include "channel_state.h"
 #include "dump.h"
 #include "dumpfile.h"
 #include "estimate.h"

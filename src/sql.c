@@ -39,7 +39,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "channel.h"
+#include "channel_state.h"
 #include "dump.h"
 #include "dumpfile.h"
 #include "engine.h"
