@@ -41,6 +41,13 @@
  * keeps its slot until it is gone (stale_handles): it may still write
  * into it.
  *
+ * The file is long because it is one loop over one struct, RestoreLeader:
+ * the plan of shares and stripes, the workers' launches and ends, the
+ * waits for database commands and the end's report all read and write it
+ * at each turn.  Each is a section of its own below; cut into files, they
+ * would share the leader's struct through a header and call each other
+ * both ways.
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -210,6 +217,8 @@ note_incomplete(RestoreLeader *leader, const char *reason)
 		strlcpy(leader->reason, reason, sizeof(leader->reason));
 }
 
+/*---- The plan: a share per database, cut into stripes ----*/
+
 static int
 share_cmp(const void *a, const void *b)
 {
@@ -336,6 +345,8 @@ plan_limit(RestoreLeader *leader, WarmMode mode)
 	}
 }
 
+/*---- Databases and their shares ----*/
+
 /* Look a database up in pg_database. */
 static DbVerdict
 check_database(Oid db)
@@ -423,6 +434,8 @@ give_up_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 			share->stripes[k].state = STRIPE_GIVEN_UP;
 	close_share(leader, share, verdict);
 }
+
+/*---- The workers ----*/
 
 static bool
 launch_restore_worker(int slotno, BackgroundWorkerHandle **handle)
@@ -641,6 +654,8 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 	return still_wanted(leader, share) ? InvalidOid : share->db;
 }
 
+/*---- Messages that name what is restored ----*/
+
 /*
  * The primary messages that name what a restore reads: one message each for
  * the saved set, the followed set and the load at promotion, so that none
@@ -736,6 +751,8 @@ errmsg_end(RestoreSource source, bool stopped, bool incomplete,
 						 "restore of the saved set finished: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
 						 n, d, t, o, s, elapsed, rate);
 }
+
+/*---- Database-level commands ----*/
 
 /*
  * Does a command want the database of a share whose workers wait to start?
@@ -968,6 +985,8 @@ all_closed(const RestoreLeader *leader)
 	return true;
 }
 
+/*---- The status, and the report at the end ----*/
+
 /*
  * Publish the start of a restore of the checked file.  From here on, every
  * way out reports its end (report_end()), so that an incomplete restore of
@@ -1175,6 +1194,8 @@ wc_source_name(RestoreSource source)
 	return "restore";
 }
 
+/*---- Stopping and ending ----*/
+
 /*
  * Set abort_requested, which the workers look at between chunks (pacer.c)
  * and warmcache_status() reports, under the lock.
@@ -1316,6 +1337,8 @@ leader_exit(int code, Datum arg)
 	}
 	end_restore(leader, true);
 }
+
+/*---- Leading ----*/
 
 /*
  * The leader's loop: start workers, collect them, until every share is
