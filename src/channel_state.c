@@ -25,7 +25,7 @@
  * The channel's shared state.  Its plain fields are written only with the
  * status lock held exclusively (operation.h), so that warmcache_status()
  * reports them with the rest; the notes are the channel workers' (see
- * channel_notes()).
+ * wc_channel_notes()).
  */
 typedef struct ChannelShared
 {
@@ -40,6 +40,7 @@ typedef struct ChannelShared
 
 static ChannelShared *channel = NULL;
 
+/* A follow state's name, as warmcache_status() shows it. */
 const char *
 wc_follow_state_name(FollowState state)
 {
