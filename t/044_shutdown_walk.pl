@@ -2,7 +2,7 @@
 #
 # The shutdown dump's walk of the relation files for the OS page cache is
 # bounded: it stops at a second shutdown request, and after 10 s
-# (WC_SHUTDOWN_WALK_MS in src/oscache.c), and the dump keeps what it found
+# (WC_SHUTDOWN_WALK_MS in src/oswalk.c), and the dump keeps what it found
 # until then.
 #
 # The postmaster signals each child twice (to its process and to its
@@ -29,7 +29,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
-use WarmCache::Cluster qw(start_node create_extensions status);
+use WarmCache::Cluster qw(start_node create_extensions status wait_for_restore);
 use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 use constant WALK_BOUND_S => 10;
@@ -106,7 +106,11 @@ is(header(slurp_bin($file))->{magic}, MAGIC,
 
 #---- The bound ----
 
+# The start restores the file the first stop wrote; a stop during that
+# restore keeps the saved file instead of dumping (the restore did not
+# complete), which is not what this part is about.
 $node->start;
+wait_for_restore($node);
 ($log, $held) = stop_with_stalled_walk('bound');
 cmp_ok($held, '>', WALK_BOUND_S, 'bound: the walk was held past its bound');
 like(
