@@ -11,7 +11,7 @@
 # As in t/044, a FIFO under a relation file's name in the database's
 # directory holds the walk in open() until a writer comes.  The walk is
 # held 3 s, well within its 10 s bound (WC_SHUTDOWN_WALK_MS in
-# src/oscache.c), so a walk that stops logs the second request as the
+# src/oswalk.c), so a walk that stops logs the second request as the
 # cause; one that does not stop logs nothing about stopping.
 
 use strict;
@@ -25,7 +25,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions status database_dir
-  release_fifo_reader wait_until_stopped);
+  release_fifo_reader wait_until_stopped wait_for_restore);
 use WarmCache::DumpFormat qw(MAGIC slurp_bin header);
 
 use constant HOLD_S => 3;
@@ -86,7 +86,10 @@ is(header(slurp_bin($file))->{magic}, MAGIC, 'the saved file is whole');
 
 #---- Then a kill from a shell ----
 
+# The start restores the file the first stop wrote; a stop during that
+# restore keeps the saved file instead of dumping (t/044 says more).
 $node->start;
+wait_for_restore($node);
 $log = stop_with_held_walk(1);
 like(
 	$log,
