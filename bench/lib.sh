@@ -669,11 +669,18 @@ method_conf() {
 	esac
 }
 
+# The log line that ends a restore of the saved file, as an extended
+# regular expression: "restore of the saved set finished: restored ..."
+# now, "pg_warmcache: restore finished: restored ..." in release 1.5 and
+# before: a build of either kind can be measured.  The second group is the
+# state.
+WC_END_ERE='(restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete)'
+
 # restore_re METHOD: the log line a method's restore ends with (none: empty).
 restore_re() {
 	case "$1" in
 	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache*) echo 'restore of the saved set (finished|stopped|incomplete)' ;;
+	warmcache*) echo "$WC_END_ERE" ;;
 	*) echo '' ;;
 	esac
 }

@@ -23,8 +23,10 @@ raw = os.path.join(out, "raw")
 
 METHODS = ["none", "warmcache", "warmcache-alt", "none-again"]
 WIN = 5
-WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
-                r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")
+# The restore's last line, as the work tree words it and as release 1.5
+# did ("pg_warmcache: restore finished: ...").
+WC = re.compile(r"(?:restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete): "
+                r"restored (\d+) of (\d+) blocks? \((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")
 
 
 def lines_of(path):

@@ -29,7 +29,10 @@ WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
-WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+# The restore's last line, as the work tree words it and as release 1.5
+# did ("pg_warmcache: restore finished: ...").
+WC = re.compile(r"(?:restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete): "
+                r"restored (\d+) of (\d+) blocks? "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
 
