@@ -374,7 +374,7 @@ for cond in order(r["condition"] for r in rows):
     print()
 EOF
 {
-	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version), $(date -u '+%Y-%m-%d %H:%M UTC'))."
+	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version)${BASELIB:+, base $BASE_SHORT (library md5 $BASE_MD5)}, $(date -u '+%Y-%m-%d %H:%M UTC'))."
 	[ -z "$SO_CHANGED" ] || echo "WARNING: the installed pg_warmcache.so changed during the run:$SO_CHANGED"
 } >>"$out/results.md"
 cat "$out/results.md"
