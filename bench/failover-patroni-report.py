@@ -29,7 +29,10 @@ raw = os.path.join(out, "raw")
 
 METHODS = ["off", "os", "buffer"]
 EVENTS = ["switchover", "failover"]
-PROMO = re.compile(r"load of the primary's hot set at promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+# The promotion load's last line, as the work tree words it and as release
+# 1.5 did ("pg_warmcache: promotion finished: ...").
+PROMO = re.compile(r"(?:load of the primary's hot set at promotion|pg_warmcache: promotion) "
+                   r"(finished|stopped|incomplete): restored (\d+) of (\d+) blocks? "
                    r".* in ([\d.]+) s, ([\d.]+) MB/s")
 
 

@@ -473,7 +473,7 @@ one_run() {
 	write_meta "$out/raw/$name.meta" "event=$ev" "method=$m" "rep=$rep" "event_at=$t_event" \
 		"writable=$t_promoted" "bench_start=$t_bench" "bench_end=$t_end" "rejoined=${t_rejoin:-}" \
 		"following=${t_follow:-}" "load_end=$load" "pin=$pin"
-	say "$name: writable after $(elapsed "$t_event" "$t_promoted") s; $(grep -o "load of the primary's hot set at promotion [a-z]*: .*" "$out/raw/$name.log" || echo 'no promotion load logged')"
+	say "$name: writable after $(elapsed "$t_event" "$t_promoted") s; $(grep -Eo "(load of the primary's hot set at promotion|pg_warmcache: promotion) [a-z]*: .*" "$out/raw/$name.log" || echo 'no promotion load logged')"
 }
 
 # one_rep REP: every (event, method) once, the method order rotated.

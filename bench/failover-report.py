@@ -26,7 +26,10 @@ out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
 METHODS = ["none", "os", "buffer"]
-PROMO = re.compile(r"load of the primary's hot set at promotion (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+# The promotion load's last line, as the work tree words it and as release
+# 1.5 did ("pg_warmcache: promotion finished: ...").
+PROMO = re.compile(r"(?:load of the primary's hot set at promotion|pg_warmcache: promotion) "
+                   r"(finished|stopped|incomplete): restored (\d+) of (\d+) blocks? "
                    r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 PROMO_START = "loading the primary's hot set into shared buffers"
 TICK = os.sysconf("SC_CLK_TCK")

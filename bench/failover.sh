@@ -241,7 +241,7 @@ one_run() {
 		"primary_stop=$t_stop" "promote=$t_promote" "promoted=$t_promoted" "bench_start=$t_bench" \
 		"bench_end=$t_end" "load_end=$load" "conf=$(tr '\n' ';' <"$PGDATA/bench_run.conf")" \
 		"foreign_drop_caches=$(foreign_drops "$up0" "$up1")"
-	say "$name: $(grep -o "load of the primary's hot set at promotion [a-z]*: .*" "$out/raw/$name.log" || echo 'no promotion load logged')"
+	say "$name: $(grep -Eo "(load of the primary's hot set at promotion|pg_warmcache: promotion) [a-z]*: .*" "$out/raw/$name.log" || echo 'no promotion load logged')"
 }
 
 # one_rep REP: every method once, the order rotated.

@@ -99,7 +99,7 @@ pass() {
 		             AND restore_started_at > followed_dump_at FROM warmcache_status()")" = t ] && break
 		sleep 0.5
 	done
-	line=$(grep -n 'pass over the followed set finished' "$W/standby.log" | tail -1)
+	line=$(grep -nE '(pass over the followed set|pg_warmcache: follow) finished' "$W/standby.log" | tail -1)
 	detail=$(sed -n "$((${line%%:*} + 1))p" "$W/standby.log")
 	awk -v l="$line" -v d="$detail" 'BEGIN {
 		match(l, /of [0-9]+ blocks/); blocks = substr(l, RSTART + 3, RLENGTH - 10)

@@ -25,6 +25,11 @@
 #   EXTRA_CONF     extra postgresql.conf lines for every server, e.g.
 #                  $'maintenance_io_concurrency = 32\nio_method = worker'
 #   SKIP_INSTALL=1 do not build and install pg_warmcache
+#   BASE_REV       a revision of this repository (e.g. a4728fe, release 1.5)
+#                  whose library the method warmcache-base (warmup.sh,
+#                  never-evict.sh) and warm-vs-prewarm.sh's warm-base load
+#                  instead of the work tree's: two builds in one run (see
+#                  "The base build" below)
 #   BENCH_LOCK     a lock file the scripts hold around each step (see locked;
 #                  /var/lock/pg_warmcache-bench.lock by default, so that two
 #                  benchmarks never measure at once; empty when the caller
@@ -98,24 +103,7 @@ find_pg() {
 # library: PRIVLIB comes first in dynamic_library_path, and the extension's
 # functions name the library without "$libdir/" (see ensure_db).
 use_pg() {
-	local where dir
-	PG_MAJOR=$1
-	read -r where dir < <(find_pg "$1")
-	[ -n "$where" ] || exit 1
-	# One private library and build per work tree: benchmarks of two work
-	# trees on one machine must not load each other's code.
-	BUILD_KEY=$PG_MAJOR-$(printf '%s' "$REPO" | md5sum | cut -c1-8)
-	PRIVLIB=$BENCH_BASE/lib-$BUILD_KEY
-	if [ "$where" = chroot ]; then
-		chroot_up "$dir"
-		PKGLIBDIR=$PG_ROOT$("$BINDIR/pg_config" --pkglibdir)
-	else
-		PG_ROOT=""
-		PG_CONFIG=$dir
-		BINDIR=$("$PG_CONFIG" --bindir)
-		SERVER_BINDIR=$BINDIR
-		PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
-	fi
+	pg_env "$1"
 	[ -x "$BINDIR/pgbench" ] || die "$BINDIR/pgbench missing"
 	[ -f "$PKGLIBDIR/pg_prewarm.so" ] || die "contrib pg_prewarm missing in $PKGLIBDIR"
 	mkdir -p "$PRIVLIB"
@@ -136,6 +124,99 @@ use_pg() {
 	fi
 	SO_MD5=$(md5sum <"$PRIVLIB/pg_warmcache.so" | cut -c1-12)
 	SO_CHANGED=""
+	# A script whose methods load the base build (WANT_BASE=1) has it
+	# built for this major too.
+	[ "${WANT_BASE:-0}" = 0 ] || use_base
+}
+
+# pg_env MAJOR: what use_pg sets but builds nothing: PG_MAJOR, BUILD_KEY,
+# PRIVLIB, PG_CONFIG, BINDIR, SERVER_BINDIR, PKGLIBDIR, and for a chroot
+# major PG_ROOT (its overlay, mounted).
+pg_env() {
+	local where dir
+	PG_MAJOR=$1
+	read -r where dir < <(find_pg "$1")
+	[ -n "$where" ] || exit 1
+	# One private library and build per work tree: benchmarks of two work
+	# trees on one machine must not load each other's code.
+	BUILD_KEY=$PG_MAJOR-$(printf '%s' "$REPO" | md5sum | cut -c1-8)
+	PRIVLIB=$BENCH_BASE/lib-$BUILD_KEY
+	if [ "$where" = chroot ]; then
+		chroot_up "$dir"
+		PKGLIBDIR=$PG_ROOT$("$BINDIR/pg_config" --pkglibdir)
+	else
+		PG_ROOT=""
+		PG_CONFIG=$dir
+		BINDIR=$("$PG_CONFIG" --bindir)
+		SERVER_BINDIR=$BINDIR
+		PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
+	fi
+}
+
+# The base build.  To weigh the work tree against a release in the same
+# run, BASE_REV names a revision of this repository; its pg_warmcache is
+# built once per (major, revision) from `git archive`, with the major's
+# pg_config as use_pg builds the work tree, in
+# $BENCH_BASE/build-base-<major>-<rev>, and its library copied to
+# $BENCH_BASE/lib-base-<major>-<rev> (BASELIB).  A server whose
+# bench_run.conf says dynamic_library_path = 'BASELIB:$libdir' (base_conf)
+# loads it instead of PRIVLIB's: bench_run.conf is read after
+# postgresql.conf.  Both builds serve the extension objects the cluster
+# has, so BASE_REV's SQL scripts and control file must be the work tree's.
+BASE_SHORT="" BASELIB="" BASE_MD5=""
+
+# base_rev: BASE_REV as a short commit id; dies unless it names a commit
+# whose SQL scripts and control file are the work tree's.
+base_rev() {
+	local r
+	[ -n "${BASE_REV:-}" ] || die "the base build needs BASE_REV, a revision of this repository (e.g. a4728fe)"
+	r=$(git -C "$REPO" rev-parse --verify --short "$BASE_REV^{commit}" 2>/dev/null) ||
+		die "BASE_REV=$BASE_REV: no such revision in this repository"
+	git -C "$REPO" diff --quiet "$r" -- 'pg_warmcache--*.sql' pg_warmcache.control ||
+		die "BASE_REV=$BASE_REV: its SQL scripts or control file differ from the work tree's; both builds must serve the same extension objects"
+	echo "$r"
+}
+
+# base_build: BASE_REV's library for PG_MAJOR (after pg_env or use_pg),
+# built unless it is there from the same pg_config; sets BASE_SHORT,
+# BASELIB and BASE_MD5 and prints the library's path.
+base_build() {
+	local b stamp want
+	BASE_SHORT=$(base_rev) || exit 1
+	b=$BENCH_BASE/build-base-$PG_MAJOR-$BASE_SHORT
+	BASELIB=$BENCH_BASE/lib-base-$PG_MAJOR-$BASE_SHORT
+	stamp=$BASELIB/built-with
+	want="$PG_CONFIG $("$BINDIR/pg_config" --version)"
+	if [ ! -f "$BASELIB/pg_warmcache.so" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+		say "building pg_warmcache $BASE_SHORT (BASE_REV) for PostgreSQL $PG_MAJOR in $b${PG_ROOT:+ (in a chroot)}"
+		rm -rf "$b" "$BASELIB" && mkdir -p "$b" "$BASELIB"
+		git -C "$REPO" archive "$BASE_SHORT" | tar -C "$b" -xf - ||
+			die "git archive of $BASE_SHORT failed"
+		pg_make -s -C "$b" >"$b/build.log" 2>&1 ||
+			{ tail -30 "$b/build.log" >&2; die "building pg_warmcache $BASE_SHORT failed"; }
+		cp "$b/pg_warmcache.so" "$BASELIB/pg_warmcache.so.tmp"
+		mv "$BASELIB/pg_warmcache.so.tmp" "$BASELIB/pg_warmcache.so"
+		echo "$want" >"$stamp"
+	fi
+	BASE_MD5=$(md5sum <"$BASELIB/pg_warmcache.so" | cut -c1-12)
+	echo "$BASELIB/pg_warmcache.so"
+}
+
+# use_base: base_build, quietly.
+use_base() {
+	base_build >/dev/null
+	say "base build: pg_warmcache $BASE_SHORT for PostgreSQL $PG_MAJOR, $BASELIB/pg_warmcache.so (md5 $BASE_MD5)"
+}
+
+# base_conf: the line of bench_run.conf that loads the base build.
+base_conf() {
+	[ -n "$BASELIB" ] || die "the base build is not built: set BASE_REV"
+	echo "dynamic_library_path = '$BASELIB:\$libdir'"
+}
+
+# base_meta: the result files' lines on the base build (none without it).
+base_meta() {
+	if [ -n "$BASELIB" ]; then printf '%s\n' "base_rev=$BASE_SHORT" "base_so_md5=$BASE_MD5"; fi
 }
 
 # pg_make ARG...: make with the major's pg_config, inside its chroot if it
@@ -363,6 +444,7 @@ run_info() {
 	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host=$(uname -r), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)"
 	echo "repo=$(repo_version)"
+	if [ -n "$BASE_SHORT" ]; then echo "base=$BASE_SHORT"; fi
 }
 
 # whole_numbers VAR...: dies unless each variable named holds a whole number.
@@ -485,13 +567,20 @@ pg_start() {
 
 # verify_lib: the running server and the bench database use PRIVLIB's copy.
 verify_lib() {
-	local maps probin
-	maps=$(grep -o '/[^ ]*/pg_warmcache\.so$' "/proc/$SERVER_PID/maps" | sort -u)
-	maps=${maps#"$PG_ROOT"}
-	[ "$maps" = "$PRIVLIB/pg_warmcache.so" ] ||
-		die "the server loaded \"$maps\", not $PRIVLIB/pg_warmcache.so"
+	local probin
+	lib_loaded "$PRIVLIB"
 	probin=$(sql "select string_agg(distinct probin, ',') from pg_proc where probin like '%pg_warmcache%'")
 	[ "$probin" = pg_warmcache ] || die "the extension's functions load \"$probin\", not pg_warmcache"
+}
+
+# lib_loaded DIR: the running server loaded DIR's pg_warmcache.so (PRIVLIB,
+# or BASELIB for the base build).
+lib_loaded() {
+	local maps
+	maps=$(grep -o '/[^ ]*/pg_warmcache\.so$' "/proc/$SERVER_PID/maps" | sort -u)
+	maps=${maps#"$PG_ROOT"}
+	[ "$maps" = "$1/pg_warmcache.so" ] ||
+		die "the server loaded \"$maps\", not $1/pg_warmcache.so"
 }
 
 # A postmaster of ours that has not written postmaster.pid yet.
@@ -656,8 +745,9 @@ alt_conf() {
 # pg_warmcache.platform_shortcuts = '' (no direct use of the system where
 # PostgreSQL's interfaces do without): the same build with another setting
 # in the same run, and warmcache-alt2, -alt3 and -alt4 the same with
-# ALT2_CONF, ALT3_CONF and ALT4_CONF; WARMCACHE_CONF and AUTOPREWARM_CONF add lines of their
-# own).
+# ALT2_CONF, ALT3_CONF and ALT4_CONF; warmcache-base is warmcache with the
+# base build's library (BASE_REV, base_conf); WARMCACHE_CONF and
+# AUTOPREWARM_CONF add lines of their own).
 method_conf() {
 	case "$1" in
 	none | none-again | reader | reader-slow) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
@@ -665,15 +755,24 @@ method_conf() {
 	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-buffers) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = off\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-alt) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}"$'\n'"${WARMCACHE_CONF:-}" ;;
+	warmcache-base) [ -n "$BASELIB" ] || die "warmcache-base needs BASE_REV"
+		run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"$(base_conf)"$'\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-alt[234]) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"$(alt_conf "$1")"$'\n'"${WARMCACHE_CONF:-}" ;;
 	esac
 }
+
+# The log line that ends a restore of the saved file, as an extended
+# regular expression: "restore of the saved set finished: restored ..."
+# now, "pg_warmcache: restore finished: restored ..." in release 1.5 and
+# before, which a base build (BASE_REV) may be.  The second group is the
+# state.
+WC_END_ERE='(restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete)'
 
 # restore_re METHOD: the log line a method's restore ends with (none: empty).
 restore_re() {
 	case "$1" in
 	autoprewarm) echo 'autoprewarm successfully prewarmed' ;;
-	warmcache*) echo 'restore of the saved set (finished|stopped|incomplete)' ;;
+	warmcache*) echo "$WC_END_ERE" ;;
 	*) echo '' ;;
 	esac
 }
@@ -817,6 +916,7 @@ cluster_meta() {
 	write_meta "$f" "version=$version" "block_size=$blcksz" "scale=$SCALE" "db_mb=$dbmb" \
 		"dd_bytes=$CR_BYTES" "dd_seconds=$CR_SECS" "dd_mb_per_s=$CR_RATE" "$@" \
 		"so_md5=$SO_MD5" "capped=$([ -n "$CAPPED" ] && cap_text)"
+	base_meta >>"$f"
 }
 
 # hot_start_sql FILE: warmup.sh's hot-start workload as a pgbench script:

@@ -142,12 +142,12 @@ one_run() {
 	drop_caches
 	pg_start "$logf" # a new log
 	for ((i = 0; i < 6000; i++)); do
-		line=$(grep -E 'restore of the saved set (finished|incomplete|stopped)' "$logf" | head -1) || true
+		line=$(grep -E "$WC_END_ERE" "$logf" | head -1) || true
 		[ -n "$line" ] && break
 		sleep 0.1
 	done
 	[ -n "$line" ] || die "no restore line within 600 s (log $logf)"
-	echo "$line" | sed -E 's/.*restored ([0-9]+) of ([0-9]+) blocks.* in ([0-9.]+) s.*/\3 \1 \2/'
+	echo "$line" | sed -E 's/.*restored ([0-9]+) of ([0-9]+) blocks?.* in ([0-9.]+) s.*/\3 \1 \2/'
 }
 
 # The databases' file, and as many blocks of one relation.

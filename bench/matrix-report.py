@@ -48,6 +48,7 @@ def t90(x):
 
 
 lines = []
+BASE = {"rev": "base"}   # the base build's revision (info.txt's base=), when the run has one
 
 
 def mark(ok):
@@ -66,6 +67,37 @@ def per_method(summary, workload, method, col, conv=num):
             and conv(r.get(col, "")) is not None]
 
 
+def by_rep(summary, workload, method, col, conv=num):
+    """{repetition: value} of a method's runs (warmup.sh's summary.csv)."""
+    return {r["rep"]: conv(r.get(col, "")) for r in summary
+            if r["workload"] == workload and r["method"] == method and conv(r.get(col, "")) is not None}
+
+
+def ratios_text(a, b):
+    """Per repetition a / b of two {repetition: value}, then median (min-max);
+    the list of ratios too."""
+    reps = sorted(set(a) & set(b), key=int)
+    xs = [a[k] / b[k] for k in reps if b[k]]
+    if not xs:
+        return "-", []
+    return (" ".join(f"r{k} {a[k] / b[k]:.3f}" for k in reps if b[k]) + ": " + spread(xs, "{:.3f}")), xs
+
+
+def against_base(pg, row, summary, w):
+    """The rows "new against base" of a warmup.sh row: warmcache's t90 and
+    mean60 over warmcache-base's, repetition by repetition.  Shown, not
+    marked: the reader weighs them against the row's control."""
+    if not by_rep(summary, w, "warmcache-base", "t90_s", t90):
+        return
+    rev = BASE["rev"]
+    txt, _ = ratios_text(by_rep(summary, w, "warmcache", "t90_s", t90),
+                         by_rep(summary, w, "warmcache-base", "t90_s", t90))
+    add(pg, row, f"new against base {rev}: t90 / base's, per repetition", "(shown; <= 1 is better)", txt, None)
+    txt, _ = ratios_text(by_rep(summary, w, "warmcache", "mean60_frac"),
+                         by_rep(summary, w, "warmcache-base", "mean60_frac"))
+    add(pg, row, f"new against base {rev}: mean60 / base's, per repetition", "(shown; >= 1 is better)", txt, None)
+
+
 def warmup_rows(pg, d, row):
     summary = rows_of(os.path.join(d, "summary.csv"))
     if not summary:
@@ -77,6 +109,10 @@ def warmup_rows(pg, d, row):
         ap = per_method(summary, w, "autoprewarm", "t90_s", t90)
         wc60 = per_method(summary, w, "warmcache", "mean60_frac")
         ap60 = per_method(summary, w, "autoprewarm", "mean60_frac")
+        bs = per_method(summary, w, "warmcache-base", "t90_s", t90)
+        bs60 = per_method(summary, w, "warmcache-base", "mean60_frac")
+        btxt = f"; base {BASE['rev']} {spread(bs, '{:.0f}')}" if bs else ""
+        btxt60 = f"; base {BASE['rev']} {spread(bs60, '{:.2f}')}" if bs60 else ""
         if row == "reboot":
             res = open(os.path.join(d, "results.md")).read() if os.path.exists(os.path.join(d, "results.md")) else ""
             m = re.search(r"\((\d+) MB in ([0-9.]+) s\)", res)
@@ -84,10 +120,10 @@ def warmup_rows(pg, d, row):
             lim = 1.25 * dd if dd else None
             add(pg, "reboot (256MB)", "t90, s",
                 f"<= 1.25 x dd = {lim:.1f}" if lim else "<= 1.25 x dd (dd missing)",
-                spread(wc, "{:.0f}") + (f"; autoprewarm {spread(ap, '{:.0f}')}" if ap else ""),
+                spread(wc, "{:.0f}") + (f"; autoprewarm {spread(ap, '{:.0f}')}" if ap else "") + btxt,
                 med(wc) <= lim if wc and lim else None)
             add(pg, "reboot (256MB)", "mean60 / steady", ">= 0.75",
-                spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else ""),
+                spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else "") + btxt60,
                 med(wc60) >= 0.75 if wc60 else None)
             # Against each run's own warm level (warmup.sh AFTER_SECONDS):
             # shown, not judged; it tells the machine's drift from the
@@ -104,13 +140,15 @@ def warmup_rows(pg, d, row):
                 add(pg, "reboot (256MB)", "mean60 / the run's own warm level", "(shown)",
                     spread(wc60o, "{:.2f}") + (f"; autoprewarm {spread(ap60o, '{:.2f}')}" if ap60o else ""),
                     None)
+            against_base(pg, "reboot (256MB)", summary, w)
             continue
         add(pg, name, "t90, s", "<= autoprewarm's",
-            f"{spread(wc, '{:.0f}')} vs {spread(ap, '{:.0f}')}",
+            f"{spread(wc, '{:.0f}')} vs {spread(ap, '{:.0f}')}" + btxt,
             med(wc) <= med(ap) if wc and ap else None)
         add(pg, name, "mean60 / steady", ">= autoprewarm's",
-            f"{spread(wc60, '{:.2f}')} vs {spread(ap60, '{:.2f}')}",
+            f"{spread(wc60, '{:.2f}')} vs {spread(ap60, '{:.2f}')}" + btxt60,
             med(wc60) >= med(ap60) if wc60 and ap60 else None)
+        against_base(pg, name, summary, w)
 
 
 def hot_start_rows(pg, d):
@@ -122,11 +160,13 @@ def hot_start_rows(pg, d):
         xs = [s[i] for i in range(lo, hi + 1) if i in s]
         return sum(xs) / len(xs) if xs else None
 
-    def against_none(method):
+    def against_none(method, by_rep=False):
         """Per repetition: the worst window's ratio to none and the mean
-        of seconds 1-30's; per window: the ratios of every repetition."""
+        of seconds 1-30's; per window: the ratios of every repetition.
+        by_rep: {repetition: (worst, mean30)} instead."""
         reps = sorted({rep for (m, rep) in tps if m == method} & {rep for (m, rep) in tps if m == "none"})
         worst, mean30, per_window = [], [], {w: [] for w in WINDOWS}
+        each = {}
         for rep in reps:
             a, b = tps[(method, rep)], tps[("none", rep)]
             ratios = []
@@ -139,6 +179,10 @@ def hot_start_rows(pg, d):
                 worst.append(min(ratios))
             if mean(a, 1, 30) and mean(b, 1, 30):
                 mean30.append(mean(a, 1, 30) / mean(b, 1, 30))
+            each[rep] = (min(ratios) if ratios else None,
+                         mean(a, 1, 30) / mean(b, 1, 30) if mean(a, 1, 30) and mean(b, 1, 30) else None)
+        if by_rep:
+            return each
         medians = [med(xs) for xs in per_window.values() if xs]
         return worst, mean30, medians
 
@@ -170,6 +214,21 @@ def hot_start_rows(pg, d):
             spread(cm, "{:.3f}"), None)
         add(pg, "hot-start", "control: each repetition's worst window", "-",
             spread(cw, "{:.2f}"), None)
+    # The work tree against the base build (warmcache-base, BASE_REV's
+    # library), repetition by repetition, beside the control's figures
+    # above: shown, not marked.
+    bw, bm, bmed = against_none("warmcache-base")
+    if bw:
+        rev = BASE["rev"]
+        add(pg, "hot-start", f"base {rev}: every 5-s window from 3 s / none (per window the median)", "-",
+            " ".join(f"{x:.2f}" for x in bmed) + f": worst {min(bmed):.2f}", None)
+        new, base = against_none("warmcache", True), against_none("warmcache-base", True)
+        txt, _ = ratios_text({k: v[0] for k, v in new.items() if v[0]}, {k: v[0] for k, v in base.items() if v[0]})
+        add(pg, "hot-start", f"new against base {rev}: each repetition's worst window / base's", "(shown; >= 1 is better)",
+            txt + (f"; control's worst window / none {spread(cw, '{:.2f}')}" if cw else ""), None)
+        txt, _ = ratios_text({k: v[1] for k, v in new.items() if v[1]}, {k: v[1] for k, v in base.items() if v[1]})
+        add(pg, "hot-start", f"new against base {rev}: mean 1-30 s / base's", "(shown; >= 1 is better)",
+            txt + (f"; control / none {spread(cm, '{:.3f}')}" if cm else ""), None)
     # The floor: the same files read once, as fast as the device answers,
     # by a plain reader outside the server (bench/read-files.py).
     fw, fm, fmed = against_none("reader")
@@ -249,11 +308,26 @@ def warm_rows(pg, d):
                 f">= {target:.1f}",
                 spread(ratios, "{:.3f}") + (f"; dd {med(ddr):.0f} MB/s" if ddr else ""),
                 (med(ratios) >= target if ratios else None) if method == "warm-parallel" else None)
+        # The work tree's warm() against the base build's (warm-base: the
+        # same call, BASE_REV's library), beside pg_prewarm's own spread
+        # over the repetitions: what the machine alone varies.
+        nb = {rep: x for (m, rep), x in t.items() if m == "warm-parallel"}
+        bb = {rep: x for (m, rep), x in t.items() if m == "warm-base"}
+        if bb:
+            pw = [x for (m, rep), x in t.items() if m == "pg_prewarm"]
+            txt, _ = ratios_text(nb, bb)
+            add(pg, f"warm() {cond}", f"new against base {BASE['rev']}: warm() s / base's warm() s, per repetition",
+                "(shown; <= 1 is better)",
+                txt + (f"; control: pg_prewarm s / its median {min(pw) / med(pw):.3f}-{max(pw) / med(pw):.3f}"
+                       if pw else ""), None)
 
 
 def main():
     out = sys.argv[1]
     info = open(os.path.join(out, "info.txt")).read() if os.path.exists(os.path.join(out, "info.txt")) else ""
+    m = re.search(r"^base=(\S+)", info, re.M)
+    if m:
+        BASE["rev"] = m.group(1)
     for pgdir in sorted(x for x in os.listdir(out) if re.fullmatch(r"pg\d+", x)):
         pg = pgdir[2:]
         for row in ("reboot", "hot-start", "uniform", "never-evict", "ddl", "warm"):

@@ -41,6 +41,14 @@
 # CLIENTS (2) connections.  Then bench/matrix-report.py prints the table
 # (medians, min-max) and writes it to OUT/matrix.md.
 #
+# BASE_REV=REV (a revision of this repository, e.g. a4728fe, release 1.5)
+# weighs the work tree against REV's build in the same run: the reboot,
+# hot-start and uniform rows add the method warmcache-base (warmcache with
+# REV's library, bench/lib.sh "The base build") to their rotation, the warm
+# row times warm() under REV's library too (warm-vs-prewarm.sh --builds
+# new,base), and the table adds per row "new against base": each
+# repetition's figure of this build over REV's, beside the row's control.
+#
 # --smoke checks that every row runs, end to end, in a few minutes: scale 5,
 # 12-s runs, 5-s saved and steady states; its figures measure nothing.
 #
@@ -79,10 +87,23 @@ if [ $smoke = 1 ]; then
 	small=(--scale 5 --seconds 12)
 fi
 
+# With BASE_REV, the warmup.sh rows rotate warmcache-base among their
+# methods and warm-vs-prewarm.sh takes it from the environment.
+base="" builds=()
+if [ -n "${BASE_REV:-}" ]; then
+	rev=$(git -C "$here" rev-parse --verify --short "$BASE_REV^{commit}" 2>/dev/null) ||
+		{ echo "matrix.sh: BASE_REV=$BASE_REV: no such revision" >&2; exit 2; }
+	git -C "$here/.." diff --quiet "$rev" -- 'pg_warmcache--*.sql' pg_warmcache.control ||
+		{ echo "matrix.sh: BASE_REV=$BASE_REV: its SQL scripts or control file differ from the work tree's" >&2; exit 2; }
+	base=,warmcache-base
+	builds=(--builds new,base)
+fi
+
 out=${OUT_DIR:-$here/out/$(date +%Y%m%d-%H%M%S)-matrix}
 mkdir -p "$out"
 echo "command=bench/matrix.sh --pg $pgs --reps $reps --hot-reps $hreps --warm-reps $wreps --rows $rows$([ $smoke = 0 ] || echo ' --smoke')" >>"$out/info.txt"
 echo "repo=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown) $(date -u '+%F %H:%M UTC')" >>"$out/info.txt"
+[ -z "$base" ] || echo "base=$rev (BASE_REV=$BASE_REV)" >>"$out/info.txt"
 
 IFS=, read -r -a pglist <<<"$pgs"
 IFS=, read -r -a rowlist <<<"$rows"
@@ -94,15 +115,15 @@ for pg in "${pglist[@]}"; do
 		reboot)
 			AFTER_SECONDS=${AFTER_SECONDS:-15} OUT_DIR=$d "$here/warmup.sh" --pg "$pg" \
 				--disk capped --workload uniform \
-				--methods none,autoprewarm,warmcache --shared-buffers 256MB \
+				--methods "none,autoprewarm,warmcache$base" --shared-buffers 256MB \
 				--reps "$reps" --no-idle "${small[@]}" ;;
 		hot-start)
 			IDLE_REPS=$hreps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
-				--workload hot-start --methods none,warmcache,none-again,reader --seconds 30 \
+				--workload hot-start --methods "none,warmcache$base,none-again,reader" --seconds 30 \
 				--reps "$hreps" "${small[@]}" ;;
 		uniform)
 			OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped --workload uniform,hot \
-				--methods none,autoprewarm,warmcache --reps "$reps" --no-idle "${small[@]}" ;;
+				--methods "none,autoprewarm,warmcache$base" --reps "$reps" --no-idle "${small[@]}" ;;
 		never-evict)
 			OUT_DIR=$d "$here/never-evict.sh" --pg "$pg" --disk capped --reps "$reps" "${small[@]}" ;;
 		ddl)
@@ -110,7 +131,7 @@ for pg in "${pglist[@]}"; do
 				--tests lock,template --methods none,warmcache --reps "$reps" "${scale[@]}" ;;
 		warm)
 			OUT_DIR=$d "$here/warm-vs-prewarm.sh" --pg "$pg" --reps "$wreps" \
-				--conditions cpu,iops,capped --modes buffer "${scale[@]}" ;;
+				--conditions cpu,iops,capped --modes buffer "${builds[@]}" "${scale[@]}" ;;
 		*) echo "matrix.sh: unknown row $row" >&2; exit 2 ;;
 		esac >"$out/pg$pg-$row.log" 2>&1 ||
 			echo "[$(date +%T)] matrix: PostgreSQL $pg, $row failed: see $out/pg$pg-$row.log"

@@ -21,10 +21,12 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "warmcache", "warmcache-alt", "none-again"]
+METHODS = ["none", "warmcache", "warmcache-base", "warmcache-alt", "none-again"]
 WIN = 5
-WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
-                r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")
+# The restore's last line, as the work tree words it and as release 1.5
+# did, which a base build (warmcache-base) may be.
+WC = re.compile(r"(?:restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete): "
+                r"restored (\d+) of (\d+) blocks? \((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s")
 
 
 def lines_of(path):

@@ -4,7 +4,8 @@
 # against no warm-up) and whether it evicts their pages (pg_buffercache).
 #
 #   bench/never-evict.sh [--pg 15] [--disk capped] [--scale 100] [--reps 3]
-#                        [--methods none,warmcache,none-again,warmcache-alt] [--seconds 30]
+#                        [--methods none,warmcache,none-again,warmcache-alt,warmcache-base]
+#                        [--seconds 30]
 #                        [--trigger 5]
 #
 # --pg and --disk take lists.  Per (pg, disk): builds and installs
@@ -29,7 +30,9 @@
 # asks for the restore (warmcache_restore_now(), the default mode), none
 # and none-again (a control: its ratio to none is the workload's own
 # spread) do nothing; warmcache-alt is warmcache with the settings of
-# ALT_CONF (bench/lib.sh) from the server's start.  When pgbench and the restore have ended, the list
+# ALT_CONF (bench/lib.sh) from the server's start, warmcache-base is
+# warmcache with the library built from BASE_REV (bench/lib.sh, "The base
+# build").  When pgbench and the restore have ended, the list
 # again.  A page is kept if it is in the same buffer: one evicted and read
 # again by the queries would come back in another.  Pages cached anywhere
 # are counted too.
@@ -72,8 +75,13 @@ whole_numbers scale reps seconds trigger CLIENTS HOT_DIVISOR RESTORE_WAIT
 ((reps >= 1 && trigger >= 1 && seconds > trigger)) || die "--reps and --trigger must be >= 1, --seconds above --trigger"
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
-	case "$m" in none | none-again | warmcache | warmcache-alt) ;; *) die "unknown method $m (none, none-again, warmcache, warmcache-alt)" ;; esac
+	case "$m" in
+	none | none-again | warmcache | warmcache-alt) ;;
+	warmcache-base) WANT_BASE=1 ;;
+	*) die "unknown method $m (none, none-again, warmcache, warmcache-alt, warmcache-base)" ;;
+	esac
 done
+[ "${WANT_BASE:-0}" = 0 ] || BASE_SHORT=$(base_rev) || exit 1
 IFS=, read -r -a pglist <<<"$pgs"
 IFS=, read -r -a disklist <<<"$disks"
 
@@ -83,7 +91,7 @@ hot_start_sql "$out/hot-start.sql"
 {
 	echo "command=bench/never-evict.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --scale $scale --reps $reps --methods $methods --seconds $seconds --trigger $trigger"
-	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR RESTORE_WAIT=$RESTORE_WAIT EXTRA_CONF=${EXTRA_CONF:-}"
+	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR RESTORE_WAIT=$RESTORE_WAIT EXTRA_CONF=${EXTRA_CONF:-}${BASE_SHORT:+ BASE_REV=$BASE_REV}"
 	run_info
 } >"$out/info.txt"
 
@@ -122,9 +130,11 @@ one_run() {
 	run_conf "shared_buffers = ${SBUF_KB}kB
 pg_prewarm.autoprewarm = off
 pg_warmcache.autowarm = off
-$([ "$m" != warmcache-alt ] || echo "${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}")"
+$([ "$m" != warmcache-alt ] || echo "${ALT_CONF:-pg_warmcache.platform_shortcuts = ''}")
+$([ "$m" != warmcache-base ] || base_conf)"
 	drop_caches
 	pg_start "$CLDIR/logs/$name.log"
+	[ "$m" != warmcache-base ] || lib_loaded "$BASELIB"
 	t_bench=$(now)
 	"$BINDIR/pgbench" -h "$SOCK" -p "$PGWC_PORT" -U "$PG_USER" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 		-P 1 -T "$seconds" -f "$out/hot-start.sql" -s "$SCALE" bench >"$out/raw/$name.pgbench" 2>&1 &
@@ -133,10 +143,10 @@ $([ "$m" != warmcache-alt ] || echo "${ALT_CONF:-pg_warmcache.platform_shortcuts
 	sql "$HOT_PAGES" >"$out/raw/$name.before"
 	n_unused_before=$(sql "$UNUSED")
 	t_trig=$(now)
-	[ "${m%-alt}" != warmcache ] || sql "select warmcache_restore_now()" >/dev/null
+	[[ $m != warmcache* ]] || sql "select warmcache_restore_now()" >/dev/null
 	wait "$pgb" || say "WARNING: pgbench failed, see $out/raw/$name.pgbench"
 	t_end=$(now)
-	if [ "${m%-alt}" = warmcache ]; then
+	if [[ $m == warmcache* ]]; then
 		re=$(restore_re warmcache)
 		for ((i = 0; i < RESTORE_WAIT * 10; i++)); do
 			grep -Eq "$re" "$CLDIR/logs/$name.log" && break

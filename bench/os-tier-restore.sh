@@ -122,7 +122,7 @@ prepare() {
 wait_restore() {
 	local f=$1 log=$2 t_end
 	t_end=$(($(date +%s) + 300))
-	until grep -Eq 'restore of the saved set (finished|stopped|incomplete)' "$log"; do
+	until grep -Eq "$WC_END_ERE" "$log"; do
 		(($(date +%s) < t_end)) || { say "the restore did not end within 300 s"; break; }
 		sleep 0.01
 	done
@@ -146,7 +146,7 @@ pg_warmcache.dump_os_cache = $m"
 	pg_stop
 	cp "$CLDIR/logs/$name.log" "$out/raw/$name.log"
 	read -r total done t_os0 t_os1 <"$out/raw/$name.status"
-	logl=$(grep -Eo 'restore of the saved set (finished|stopped|incomplete): .*' "$out/raw/$name.log" | head -1)
+	logl=$(grep -Eo "$WC_END_ERE: .*" "$out/raw/$name.log" | head -1)
 	echo "$m,$rep,$first,$second,$done,$t_os0,$t_os1,$CR_RATE,$CR_SECS,\"$logl\"" >>"$out/runs.csv"
 	say "$name: report first $first ms, second $second ms; $logl"
 }

@@ -57,7 +57,8 @@ def logts(line):
 def machine_line(info):
     """The results page's line on the machine and the build, from the run's
     info.txt (bench/lib.sh, run_info)."""
-    return (f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}. "
+    base = f", and as warmcache-base the build of {info['base']} (BASE_REV)" if info.get("base") else ""
+    return (f"Machine: {info.get('host', '')}; pg_warmcache {info.get('repo', '')}{base}. "
             "Other work on the machine makes absolute numbers noisy: compare methods within one table.")
 
 

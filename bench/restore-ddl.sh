@@ -228,7 +228,7 @@ EOF
 	pg_stop
 	printf '%s\n' "$status" >"$out/raw/$name.status"
 	local line
-	line=$(grep -Eo 'restore of the saved set (finished|stopped|incomplete).*|autoprewarm successfully prewarmed.*' "$log" | head -1 | tr ',' ';' || true)
+	line=$(grep -Eo "$WC_END_ERE.*|autoprewarm successfully prewarmed.*" "$log" | head -1 | tr ',' ';' || true)
 	echo "$pg,$disk,$t,$m,$rep,$ms,$st,$issued,$waited,$cached,$oscached,${line}" >>"$out/runs.csv"
 	say "$name: $t ${ms} ms ($st), issued ${issued} s after ready; restore done ${waited} s after; pgbench_accounts ${cached}% in shared buffers, ${oscached}% in the OS cache"
 }

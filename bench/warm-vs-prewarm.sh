@@ -5,7 +5,7 @@
 #   bench/warm-vs-prewarm.sh [--pg 15|18] [--scale 100] [--reps 7]
 #                            [--conditions cpu,iops,capped,cold]
 #                            [--modes buffer] [--workers 2] [--huge-pages on|off]
-#                            [--alt]
+#                            [--alt] [--builds new|new,base]
 #
 # Conditions:
 #   cpu     the files in the OS cache, shared_buffers cold (a restart): the
@@ -39,6 +39,15 @@
 # '', no direct use of the system), so that a shortcut is weighed against
 # the same build in the same run.
 #
+# --builds new,base (the default when BASE_REV is set) adds a method,
+# warm-base: warm with up to --workers workers, as warm-parallel, in a
+# server that loads the library built from BASE_REV, another revision of
+# this repository (e.g. BASE_REV=a4728fe, release 1.5: bench/lib.sh, "The
+# base build"), started from the same state as the others.  The table
+# gives, per condition, the work tree's warm() time over the base's, each
+# repetition's and their median, beside pg_prewarm()'s own spread over the
+# repetitions: the machine's alone.
+#
 # --huge-pages on runs the servers with huge_pages = on, their pages
 # reserved in the kernel's pool for the run and given back at its end; off
 # (the default) with the ordinary pages of a default install.  In the cpu
@@ -60,6 +69,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off alt=0
+builds=new${BASE_REV:+,base}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pg) pg=$2; shift 2 ;;
@@ -70,12 +80,22 @@ while [ $# -gt 0 ]; do
 	--workers) workers=$2; shift 2 ;;
 	--huge-pages) huge=$2; shift 2 ;;
 	--alt) alt=1; shift ;;
+	--builds) builds=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
 cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')" || true)"
 case "$huge" in on | off) ;; *) die "--huge-pages: on or off" ;; esac
+case "$builds" in
+new) ;;
+new,base | base,new)
+	WANT_BASE=1
+	BASE_SHORT=$(base_rev) || exit 1
+	cmdline="$cmdline --builds new,base (BASE_REV=$BASE_REV, $BASE_SHORT)"
+	;;
+*) die "--builds: new or new,base" ;;
+esac
 base_conf=${EXTRA_CONF:-}
 need_root
 [[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 && $workers =~ ^[0-9]+$ ]] ||
@@ -211,10 +231,15 @@ time_call() {
 	warm) set="set pg_warmcache.max_warm_workers = 0;" ;;
 	warm-parallel) set="set pg_warmcache.max_warm_workers = $workers;" ;;
 	warm-alt) set="set pg_warmcache.max_warm_workers = $workers; set pg_warmcache.platform_shortcuts = '${ALT_SHORTCUTS:-}';" ;;
+	warm-base) set="set pg_warmcache.max_warm_workers = $workers;" ;;
 	esac
 	pg_stop
+	# The base build is loaded through bench_run.conf; every other method
+	# has it empty, as ensure_db left it.
+	if [ "$method" = warm-base ]; then run_conf "$(base_conf)"; elif [ -n "$BASELIB" ]; then run_conf ""; fi
 	prepare "$cond"
 	pg_start "$CLDIR/logs/wvp-$cond-$method-$mode.log"
+	[ "$method" != warm-base ] || lib_loaded "$BASELIB"
 	machine_counters
 	local before=("${MC[@]}")
 	o=$(psqlc -d bench -At <<EOF
@@ -252,6 +277,7 @@ one_rep() {
 		methods=(pg_prewarm warm)
 		[ "$mode" = prefetch ] || [ "$workers" -eq 0 ] || methods+=(warm-parallel)
 		((!alt)) || methods+=(warm-alt)
+		[ -z "$BASELIB" ] || methods+=(warm-base)
 		n=${#methods[@]}
 		for ((k = 0; k < n; k++)); do
 			method=${methods[$(((k + rep - 1) % n))]}
@@ -279,9 +305,10 @@ for cond in "${condlist[@]}"; do
 	check_so
 done
 
-/usr/bin/python3 - "$raw" "$ddcsv" "$setup" "$workers" >"$out/results.md" <<'EOF'
+/usr/bin/python3 - "$raw" "$ddcsv" "$setup" "$workers" $BASE_SHORT >"$out/results.md" <<'EOF'
 import csv, statistics, sys
 raw, ddcsv, setup, workers = sys.argv[1:5]
+base_rev = sys.argv[5] if len(sys.argv) > 5 else "?"
 rows = list(csv.DictReader(open(raw)))
 dds = list(csv.DictReader(open(ddcsv)))
 names = {"cpu": "CPU-bound: files in the OS cache, shared_buffers cold",
@@ -290,7 +317,8 @@ names = {"cpu": "CPU-bound: files in the OS cache, shared_buffers cold",
          "cold": "Local disk, cold (drop_caches)"}
 labels = {"pg_prewarm": "pg_prewarm", "warm": "warm() alone",
           "warm-parallel": f"warm(), up to {workers} worker(s)",
-          "warm-alt": f"warm(), up to {workers} worker(s), ALT_SHORTCUTS"}
+          "warm-alt": f"warm(), up to {workers} worker(s), ALT_SHORTCUTS",
+          "warm-base": f"warm(), up to {workers} worker(s), base {base_rev}"}
 def order(seq):
     out = []
     for x in seq:
@@ -327,10 +355,26 @@ for cond in order(r["condition"] for r in rows):
         counts = {r["blocks"] for r in sel}
         if len(counts) > 1 and mode != "prefetch-until-cached":
             print(f"\nWARNING: the methods returned different block counts in mode {mode}: {sorted(counts)}")
+        # The work tree's warm() against the base build's, repetition by
+        # repetition, beside pg_prewarm()'s own spread: each repetition's
+        # time over their median, what the machine alone varies.
+        new = "warm-parallel" if any(r["method"] == "warm-parallel" for r in sel) else "warm"
+        nb = {r["rep"]: float(r["seconds"]) for r in sel if r["method"] == new}
+        bb = {r["rep"]: float(r["seconds"]) for r in sel if r["method"] == "warm-base"}
+        reps = sorted(set(nb) & set(bb), key=int)
+        if reps:
+            xs = [nb[k] / bb[k] for k in reps]
+            pw = [base[k] for k in sorted(base, key=int)]
+            pm = statistics.median(pw) if pw else None
+            print(f"\nNew against base, mode {mode}: {labels[new]} s / the same with base {base_rev}'s library s, "
+                  "per repetition " + " ".join(f"r{k} {x:.3f}" for k, x in zip(reps, xs))
+                  + f"; median {statistics.median(xs):.3f} (min-max {min(xs):.3f}-{max(xs):.3f})"
+                  + (f". Control: pg_prewarm s / its median, min-max {min(pw) / pm:.3f}-{max(pw) / pm:.3f}"
+                     if pm else "") + ".")
     print()
 EOF
 {
-	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version), $(date -u '+%Y-%m-%d %H:%M UTC'))."
+	echo "Command: \`$cmdline\` ($version, $(uname -r), $(nproc) cores, pg_warmcache $(repo_version)${BASELIB:+, base $BASE_SHORT (library md5 $BASE_MD5)}, $(date -u '+%Y-%m-%d %H:%M UTC'))."
 	[ -z "$SO_CHANGED" ] || echo "WARNING: the installed pg_warmcache.so changed during the run:$SO_CHANGED"
 } >>"$out/results.md"
 cat "$out/results.md"

@@ -23,13 +23,17 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-alt", "warmcache-alt2", "warmcache-alt3", "warmcache-alt4", "none-again", "reader", "reader-slow"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-base", "warmcache-alt", "warmcache-alt2", "warmcache-alt3", "warmcache-alt4", "none-again", "reader", "reader-slow"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
 READY = "database system is ready to accept connections"
 APW = re.compile(r"autoprewarm successfully prewarmed (\d+) of (\d+) previously-loaded blocks")
-WC = re.compile(r"restore of the saved set (finished|stopped|incomplete): restored (\d+) of (\d+) blocks "
+# The restore's last line, as the work tree words it and as release 1.5
+# did ("pg_warmcache: restore finished: ..."), which a base build
+# (warmcache-base) may be.
+WC = re.compile(r"(?:restore of the saved set|pg_warmcache: restore) (finished|stopped|incomplete): "
+                r"restored (\d+) of (\d+) blocks? "
                 r"\((\d+) into the OS cache only\), skipped (\d+), in ([\d.]+) s, ([\d.]+) MB/s")
 WC_CPU = re.compile(r"The restore workers used ([\d.]+) s of CPU")
 
@@ -68,6 +72,77 @@ def restore_info(logpath, method):
 def first_second_at(series, level):
     """The first second of [(second, TPS)] whose TPS reaches level, or None."""
     return next((sec for sec, t in series if t >= level), None)
+
+
+def worst_window(r, n):
+    """The lowest ratio of run r's TPS to run n's over the 5-second windows
+    from the third second (the table against no warm-up), or None."""
+    def wm(series, a, b):
+        xs = [t for sec, t in series if a <= sec <= b]
+        return sum(xs) / len(xs) if xs else None
+    xs = []
+    for a in range(WIN_FROM, WIN_END + 1, WIN_LEN):
+        b = min(a + WIN_LEN - 1, WIN_END)
+        x, y = wm(r["series"], a, b), wm(n["series"], a, b)
+        if x is not None and y:
+            xs.append(x / y)
+    return min(xs, default=None)
+
+
+def against_base(runs, rev):
+    """The lines "new against base": per repetition, warmcache's t90, means
+    and worst window over warmcache-base's of the same repetition, and
+    none-again's over none's, the control, where the run has them."""
+    def per_rep(m, d, f):
+        a = {r["rep"]: r for r in runs.get(m, [])}
+        b = {r["rep"]: r for r in runs.get(d, [])}
+        out = []
+        for rep in sorted(set(a) & set(b)):
+            x, y = f(a[rep], b[rep])
+            out.append((rep, x / y if x is not None and y else None))
+        return out
+
+    def cells(xs):
+        if not xs:
+            return "| |"
+        got = [x for _, x in xs if x is not None]
+        return (" ".join(f"r{rep} " + fmt(x, ".3f") for rep, x in xs) + " | "
+                + (f"{statistics.median(got):.3f} ({min(got):.3f}-{max(got):.3f})" if got else "-"))
+
+    figs = [("t90", lambda a, b: (a["t90"], b["t90"])),
+            ("mean 30 s", lambda a, b: (a["m30"], b["m30"])),
+            ("mean 60 s", lambda a, b: (a["m60"], b["m60"]))]
+    if "none" in runs:
+        nn = {r["rep"]: r for r in runs["none"]}
+        figs.append(("worst 5-s window / none", lambda a, b: (
+            worst_window(a, nn[a["rep"]]) if a["rep"] in nn else None,
+            worst_window(b, nn[b["rep"]]) if b["rep"] in nn else None)))
+    ctl = "none-again" in runs and "none" in runs
+    t = [f"New against base: warmcache (this build) over warmcache-base (the same settings, "
+         f"base {rev}'s library) in the same repetition, per repetition, then median (min-max); "
+         "t90 below 1 and the others above 1 favour this build. "
+         + ("Control: none-again over none the same way (for the worst window, none-again's own "
+            "worst window against none), what the machine's spread alone gives."
+            if ctl else "This row has no control (none-again): the spread of the ratio is the only measure of the noise."),
+         "",
+         "| figure | new / base, per repetition | median (min-max) |"
+         + (" control, per repetition | median (min-max) |" if ctl else ""),
+         "|---|---|---|" + ("---|---|" if ctl else "")]
+    for name, f in figs:
+        xs = per_rep("warmcache", "warmcache-base", f)
+        if all(x is None for _, x in xs):
+            continue
+        line = f"| {name} | {cells(xs)} |"
+        if ctl:
+            if name.startswith("worst"):
+                nn = {r["rep"]: r for r in runs["none"]}
+                cx = [(r["rep"], worst_window(r, nn[r["rep"]])) for r in
+                      sorted(runs["none-again"], key=lambda r: r["rep"]) if r["rep"] in nn]
+            else:
+                cx = per_rep("none-again", "none", f)
+            line += f" {cells(cx)} |"
+        t.append(line)
+    return "\n".join(t)
 
 
 info = meta(os.path.join(out, "info.txt"))
@@ -308,6 +383,14 @@ for key in keys:
                 rtxt = f"{statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f})" if rs else "not seen"
                 ratio = fmt(statistics.median(rs) / idl) if rs and idl else "-"
                 p(f"| {method} | {rtxt} | {fmt(idl, '.1f')} | {ratio} |")
+
+        # The work tree against the base build (warmcache-base: the same
+        # settings, BASE_REV's library), repetition by repetition, beside
+        # the control, none-again against none the same way: what the
+        # machine's spread alone gives.
+        if "warmcache" in runs and "warmcache-base" in runs:
+            p("")
+            p(against_base(runs, info.get("base", "?")))
 
         # Where the machine's CPU went: the queries' (user), the kernel's
         # (system, interrupts: reads, copies, the loop device's work), the

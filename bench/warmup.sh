@@ -5,7 +5,8 @@
 #   bench/warmup.sh [--pg 15|18] [--disk local|capped]
 #                   [--workload uniform|hot|hot-start|both|all]
 #                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again,
-#                              reader,reader-slow,warmcache-alt,warmcache-alt2..4]
+#                              reader,reader-slow,warmcache-alt,warmcache-alt2..4,
+#                              warmcache-base]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -21,7 +22,10 @@
 # shared buffers only, as pg_warmcache 1.0) and warmcache-alt (warmcache
 # with the settings of ALT_CONF added, by default no direct use of the
 # system: pg_warmcache.platform_shortcuts = ''; warmcache-alt2 to -alt4
-# with those of ALT2_CONF to ALT4_CONF); none-again is none once more,
+# with those of ALT2_CONF to ALT4_CONF); warmcache-base is warmcache with
+# the library built from BASE_REV, another revision of this repository
+# (e.g. BASE_REV=a4728fe, release 1.5: bench/lib.sh, "The base build"), so
+# that two builds are weighed in the same run; none-again is none once more,
 # a control: its ratio to none is what the workload's own spread alone
 # gives.  reader and reader-slow are no warm-up in the server while
 # bench/read-files.py, outside it, reads every file of the database once
@@ -147,9 +151,12 @@ done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
 	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-alt | warmcache-alt[234] | reader | reader-slow) ;;
+	warmcache-base) WANT_BASE=1 ;;
 	*) die "unknown method $m" ;;
 	esac
 done
+# The base build's revision, checked before anything runs.
+[ "${WANT_BASE:-0}" = 0 ] || BASE_SHORT=$(base_rev) || exit 1
 [[ $sbuf =~ ^[0-9]+[kMG]B$ ]] || die "--shared-buffers: a size like 256MB or 4GB"
 EXTRA_CONF="shared_buffers = $sbuf
 ${EXTRA_CONF:-}"
@@ -167,7 +174,7 @@ hot_start_sql "$out/hot-start.sql"
 {
 	echo "command=bench/warmup.sh ${args[*]}"
 	echo "effective=--pg $pgs --disk $disks --workload $workload --methods $methods --seconds $seconds --scale $scale --reps $reps --shared-buffers $sbuf$([ $idle = 1 ] || echo ' --no-idle')$([ $runs = 1 ] || echo ' --idle-only')"
-	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)" | tr '\n' ' '
+	echo "env=CLIENTS=$CLIENTS HOT_DIVISOR=$HOT_DIVISOR PREP_SECONDS=$PREP_SECONDS STEADY_SECONDS=$STEADY_SECONDS RESTORE_WAIT=$RESTORE_WAIT IDLE_REPS=$IDLE_REPS AFTER_SECONDS=$AFTER_SECONDS WARMCACHE_CONF=${WARMCACHE_CONF:-} AUTOPREWARM_CONF=${AUTOPREWARM_CONF:-} EXTRA_CONF=${EXTRA_CONF:-}$(for v in ALT_CONF ALT2_CONF ALT3_CONF ALT4_CONF; do [ -z "${!v:-}" ] || printf ' %s=%s' "$v" "${!v}"; done)${BASE_SHORT:+ BASE_REV=$BASE_REV}" | tr '\n' ' '
 	echo
 	run_info
 } >"$out/info.txt"
@@ -209,6 +216,7 @@ cold_start() {
 	method_conf "$1"
 	drop_caches
 	pg_start "$3"
+	[ "$1" != warmcache-base ] || lib_loaded "$BASELIB"
 }
 
 # prepare WORKLOAD: the saved state and the steady state of one workload.
