@@ -80,7 +80,11 @@ typedef struct RestorePacer
 	/* what the last look at the other backends found */
 	bool		fg_reading;		/* some wait for a data file read */
 	TimestampTz fg_read_at;		/* when some were last seen reading */
-	TimestampTz fg_busy_at;		/* when some were last seen on a CPU */
+	double		fg_busy_share;	/* share of recent looks that found every
+								 * CPU running our backends, 0 to 1 */
+	TimestampTz fg_busy_look_at;	/* when that share was last updated */
+	int			looks;			/* looks since wc_pacer_report() */
+	int			busy_looks;		/* of them, those that found every CPU busy */
 	int64		cpu_used;		/* this process's CPU time at the last pace */
 	TimestampTz cpus_busy_since;	/* since when the CPUs are busy, or 0 */
 

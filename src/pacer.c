@@ -82,6 +82,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relation.h"
 #include "catalog/pg_database_d.h"
 #include "miscadmin.h"
@@ -114,11 +116,18 @@
 #define WC_DB_PROBE_MS		100
 #define WC_FG_PROBE_MS		2
 
+/* A query seen reading this recently means the queries wait for reads; ms. */
+#define WC_READ_MEMORY_MS	200
+
 /*
- * Queries seen on a CPU this recently mean the CPUs are busy with them,
- * unless one was seen reading as recently; in ms.
+ * The CPUs are busy with the queries when most of the looks of about the
+ * last WC_BUSY_SHARE_MS found every CPU running one of our backends, and
+ * no look counts for more than WC_BUSY_LOOK_MAX of that share: see
+ * look_at_backends.
  */
-#define WC_BUSY_MEMORY_MS	200
+#define WC_BUSY_SHARE_MS	100
+#define WC_BUSY_LOOK_MAX	0.2
+#define WC_BUSY_SHARE_MIN	0.5
 
 /*
  * How long the CPUs must have been busy before a chunk that the OS cache
@@ -149,6 +158,7 @@ wc_pacer_init(RestorePacer *pacer, RestoreSlot *slot, WarmMode mode)
 	pacer->slot = slot;
 	pacer->mode = mode;
 	pacer->counting = true;
+	pacer->fg_busy_look_at = GetCurrentTimestamp();
 }
 
 /*
@@ -302,16 +312,35 @@ wc_pacer_sleep(RestorePacer *pacer, long ms)
 	}
 }
 
+/*
+ * Take a look at the other backends.  Whether every CPU runs one of them
+ * goes into a share that decays with time: one look is a moment, and two
+ * short queries that happen to run at the same moment do not keep the
+ * CPUs busy.  Where a look that found the CPUs busy decided alone, a
+ * restore that started in such a moment would send its whole buffer tier
+ * to the OS cache only (a small one is over before the moment ends).  A
+ * look weighs as much as the time since the last one, but never more than
+ * WC_BUSY_LOOK_MAX, so that after a pause (a lock wait, a sleep) the next
+ * look does not decide alone either.
+ */
 static void
 look_at_backends(RestorePacer *pacer, TimestampTz now)
 {
 	bool		on_cpu;
+	double		since_ms;
+	double		weight;
 
 	wc_look_at_backends(&pacer->fg_reading, &on_cpu);
 	if (pacer->fg_reading)
 		pacer->fg_read_at = now;
+
+	since_ms = Max(now - pacer->fg_busy_look_at, 0) / 1000.0;
+	weight = Min(1.0 - exp(-since_ms / WC_BUSY_SHARE_MS), WC_BUSY_LOOK_MAX);
+	pacer->fg_busy_share += weight * ((on_cpu ? 1.0 : 0.0) - pacer->fg_busy_share);
+	pacer->fg_busy_look_at = now;
+	pacer->looks++;
 	if (on_cpu)
-		pacer->fg_busy_at = now;
+		pacer->busy_looks++;
 }
 
 /*
@@ -426,10 +455,12 @@ void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
-		 what, pacer->cpus_busy_us / 1e6, pacer->yield_us / 1e6,
+	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s (%d of %d looks found every CPU running a backend), yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
+		 what, pacer->cpus_busy_us / 1e6, pacer->busy_looks, pacer->looks,
+		 pacer->yield_us / 1e6,
 		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6);
 	pacer->cpus_busy_us = pacer->yield_us = 0;
+	pacer->looks = pacer->busy_looks = 0;
 	pacer->budget_sleep_us = pacer->rate_sleep_us = 0;
 	pacer->paced_at = 0;
 }
@@ -469,8 +500,8 @@ count_done(RestorePacer *pacer, const ChunkReport *done)
 }
 
 /*
- * Whether the queries keep the CPUs busy now: queries running and none
- * seen reading lately.  Then shared buffers serve them, and every cycle we
+ * Whether the queries keep the CPUs busy now: most recent looks found every
+ * CPU running one of them, and none was seen reading lately.  Then shared buffers serve them, and every cycle we
  * take is one of theirs.  ("Lately": a read that the page cache answers
  * takes microseconds, so queries that miss shared buffers show up in some
  * looks, not in each.)  While they miss the cache the device, or the
@@ -481,9 +512,9 @@ count_done(RestorePacer *pacer, const ChunkReport *done)
 static bool
 queries_busy(RestorePacer *pacer, TimestampTz now)
 {
-	return elapsed_ms(pacer->fg_read_at, now, WC_BUSY_MEMORY_MS) &&
+	return elapsed_ms(pacer->fg_read_at, now, WC_READ_MEMORY_MS) &&
 		wc_restore->source != WC_SOURCE_PROMOTION &&
-		!elapsed_ms(pacer->fg_busy_at, now, WC_BUSY_MEMORY_MS);
+		pacer->fg_busy_share >= WC_BUSY_SHARE_MIN;
 }
 
 /*
