@@ -242,11 +242,11 @@ put_number(StringInfo buf, uint32 v)
 	while (v >= 0x80)
 	{
 		b = (uint8) (v | 0x80);
-		appendBinaryStringInfo(buf, &b, 1);
+		appendBinaryStringInfo(buf, (const char *) &b, 1);
 		v >>= 7;
 	}
 	b = (uint8) v;
-	appendBinaryStringInfo(buf, &b, 1);
+	appendBinaryStringInfo(buf, (const char *) &b, 1);
 }
 
 /*
@@ -269,7 +269,7 @@ encode_runs(const uint8 *data, size_t size)
 	hdr.version = WC_DUMP_VERSION;
 	hdr.dumped_at = 1;
 	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, &hdr, sizeof(hdr));
+	appendBinaryStringInfo(&buf, (const char *) &hdr, sizeof(hdr));
 	memset(&run, 0, sizeof(run));
 	run.rank = 5;
 	run.spc = 1663;
@@ -288,7 +288,7 @@ encode_runs(const uint8 *data, size_t size)
 		{
 			uint8		tag = 0;
 
-			appendBinaryStringInfo(&buf, &tag, 1);
+			appendBinaryStringInfo(&buf, (const char *) &tag, 1);
 			put_number(&buf, run.rank);
 			put_number(&buf, run.db);
 			put_number(&buf, run.spc);
