@@ -455,10 +455,10 @@ void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s (%d of %d looks found every CPU running a backend), yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate",
-		 what, pacer->cpus_busy_us / 1e6, pacer->busy_looks, pacer->looks,
-		 pacer->yield_us / 1e6,
-		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6);
+	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate; %d of %d looks found every CPU running a backend",
+		 what, pacer->cpus_busy_us / 1e6, pacer->yield_us / 1e6,
+		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6,
+		 pacer->busy_looks, pacer->looks);
 	pacer->cpus_busy_us = pacer->yield_us = 0;
 	pacer->looks = pacer->busy_looks = 0;
 	pacer->budget_sleep_us = pacer->rate_sleep_us = 0;
