@@ -39,6 +39,16 @@ GROUP BY t.tier, t.blocks ORDER BY t.tier;
 SELECT warmcache_restore_now() > 0 AS restore_asked;
 SELECT warmcache_wait_warm(1.0, 120) AS fraction_after_wait;
 SELECT warmcache_is_warm() AS warm_default, warmcache_is_warm(1.0) AS warm_all;
+-- The wait returns once the blocks are held; the restore's state ends
+-- a moment later, when its workers have exited.  Wait for that (60 s at most).
+DO $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		EXIT WHEN (SELECT state FROM warmcache_status()) <> 'restoring';
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+$$;
 SELECT state, restore_blocks_done + restore_skipped_gone + restore_skipped_excluded
 		= restore_blocks_total AS all_handled
 FROM warmcache_status();
