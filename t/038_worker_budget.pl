@@ -87,11 +87,12 @@ SELECT count(*) FILTER (WHERE backend_type = 'pg_warmcache warm'),
 
 # Run warm('t') over and over in each of $n sessions of alice at once,
 # after the statements $setup; start a restore once warm workers run, and
-# sample pg_stat_activity: at least $min_samples times while the calls go
-# on (a fixed count of calls could end between two samples on a fast
-# machine), then until they end.  Returns the most warm workers seen at
-# once, the number of samples, the log after the calls began, and whether
-# the restore's worker was seen.
+# sample pg_stat_activity from one session (a connection per sample would
+# cost more than the calls it watches): at least $min_samples times while
+# the calls go on (a fixed count of calls could end between two samples on
+# a fast machine), then until they end.  Returns the most warm workers seen
+# at once, the number of samples, the log after the calls began, and
+# whether the restore's worker was seen.
 my $min_samples = 30;
 
 sub concurrent_warms
@@ -119,10 +120,11 @@ END
 	}
 	my ($max, $samples, $restore_started, $restore_seen) = (0, 0, 0, 0);
 	my $stopped = 0;
+	my $sampler = $node->background_psql('postgres');
 	foreach (1 .. 3000)
 	{
 		my ($warm, $restore, $active) = split /\|/,
-		  $node->safe_psql('postgres', $count_sql);
+		  $sampler->query_safe($count_sql);
 		$samples++;
 		$max = $warm if $warm > $max;
 		$restore_seen = 1 if $restore > 0;
@@ -139,6 +141,7 @@ END
 		last if $stopped && $active == 0;
 		usleep(20_000);
 	}
+	$sampler->quit;
 	$_->quit foreach @sessions;
 	ok($restore_started, "$n calls: warm workers ran, and a restore started");
 	$node->wait_for_log(qr/restore of the saved set (finished|incomplete): /,
