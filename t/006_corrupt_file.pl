@@ -49,8 +49,9 @@ is($h->{nblocks}, $n, 'the header counts the blocks the dump returned');
 my $major = $h->{pg_major};
 
 # A file of another cluster: same major and format, another system
-# identifier.
-my $other = start_node('other');
+# identifier (its own initdb: a copy of the tests' template would share
+# the identifier).
+my $other = start_node('other', undef, force_initdb => 1);
 $other->safe_psql('postgres', 'CREATE EXTENSION pg_warmcache');
 cmp_ok($other->safe_psql('postgres', 'SELECT warmcache_dump_now()'),
 	'>', 0, 'the other cluster dumps its buffer cache');

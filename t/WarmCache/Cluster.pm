@@ -64,11 +64,13 @@ our @EXPORT_OK = qw(
 # one per major) where init() would run initdb with no options of its own.
 # From 17 on init() copies the template itself; on 15, whose init() does
 # not know it, its call of initdb is made a copy here, for the time of the
-# call.  initdb is the larger part of a small test's CPU.
+# call.  initdb is the larger part of a small test's CPU.  Every copy has
+# the template's system identifier and mock authentication nonce: a test
+# that needs a cluster of its own passes force_initdb => 1.
 sub init_from_template
 {
 	my ($node, %init) = @_;
-	my $template = $ENV{INITDB_TEMPLATE};
+	my $template = $init{force_initdb} ? undef : $ENV{INITDB_TEMPLATE};
 	my $run = \&PostgreSQL::Test::Utils::system_or_bail;
 	no warnings 'redefine';
 	local *PostgreSQL::Test::Utils::system_or_bail = sub {
