@@ -55,6 +55,8 @@ typedef enum FollowState
 	WC_FOLLOW_NO_TABLE,			/* no extension, or one older than 1.2 */
 	WC_FOLLOW_NOTHING_PUBLISHED,	/* the table is empty */
 	WC_FOLLOW_UNUSABLE,			/* what it holds is not a usable file */
+	WC_FOLLOW_NOT_SIGNED,		/* a row is not signed with this cluster's key */
+	WC_FOLLOW_NO_KEY,			/* the key file cannot be used */
 	WC_FOLLOW_LOCKED,			/* it was locked: tried again at next look */
 	WC_FOLLOW_REFUSED,			/* it is not the table the extension made */
 	WC_FOLLOW_WRITABLE,			/* a role that is no superuser could write it */

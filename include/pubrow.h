@@ -21,6 +21,14 @@
 /* The size of a row's piece of the file, and the most a delta takes. */
 #define WC_CHUNK_BYTES		(1024 * 1024)
 
+/*
+ * Each row's data ends with its signature: HMAC-SHA256, keyed by the
+ * channel's key (channel_key.c), over the row's chunk number, its dump time
+ * and the data before it.
+ */
+#define WC_KEY_BYTES		32
+#define WC_SIGNATURE_BYTES	32
+
 /* The chunks of a whole publication read so far, 0, 1, ... */
 typedef struct ChunkRows
 {
@@ -31,6 +39,13 @@ typedef struct ChunkRows
 	uint64		bytes;			/* in the chunks so far */
 } ChunkRows;
 
+extern bool wc_row_signature(const uint8 *key, int32 chunk,
+							 TimestampTz dumped_at, const char *data,
+							 uint64 len, uint8 *signature);
+extern bool wc_row_unsigned_len(int32 chunk, uint64 row_len, uint64 *len,
+								char **problem);
+extern bool wc_row_signed(const uint8 *key, int32 chunk, TimestampTz dumped_at,
+						  const char *row, uint64 row_len, char **problem);
 extern char *wc_size_words(uint64 min_size, uint64 max_size);
 extern uint64 wc_announced_size(const WarmFileHeader *hdr, uint64 *min_size,
 								char **problem);

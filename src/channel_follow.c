@@ -55,6 +55,7 @@
 #include "utils/timestamp.h"
 
 #include "channel_follow.h"
+#include "channel_key.h"
 #include "channel_state.h"
 #include "channel_table.h"
 #include "compat.h"
@@ -79,6 +80,30 @@ remove_followed_tmp(int code, Datum arg)
 }
 
 /*
+ * What reading the rows needs beyond the table: the key that signed them,
+ * and whether a row was found not signed with it.
+ */
+typedef struct RowReader
+{
+	uint8		key[WC_KEY_BYTES];
+	bool		not_signed;
+} RowReader;
+
+/*
+ * Whether the row of chunk n and dump time dumped_at, row_len bytes at row,
+ * is signed with the reader's key (pubrow.c); notes it if not.
+ */
+static bool
+row_signed(RowReader *reader, int32 n, TimestampTz dumped_at, const char *row,
+		   uint64 row_len, char **problem)
+{
+	if (wc_row_signed(reader->key, n, dumped_at, row, row_len, problem))
+		return true;
+	reader->not_signed = true;
+	return false;
+}
+
+/*
  * Write the chunks the scan returns, from the first, to the scratch file;
  * false (with *problem) if they do not follow one another, come from
  * another dump, or do not add up to exactly the size the header in the
@@ -88,7 +113,7 @@ remove_followed_tmp(int code, Datum arg)
  */
 static bool
 write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
-			 char **problem)
+			 RowReader *reader, char **problem)
 {
 	HeapTuple	tuple = first;
 	ChunkRows	cr;
@@ -106,6 +131,7 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 		int32		n;
 		TimestampTz dumped_at;
 		Datum		datum;
+		uint64		row_len;
 		uint64		len;
 		bytea	   *data;
 
@@ -117,11 +143,14 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
 		}
 
 		/* The size once decompressed and brought in line, without reading it. */
-		len = toast_raw_datum_size(datum) - VARHDRSZ;
-		if (!wc_chunk_row_key(&cr, n, dumped_at, len, problem))
+		row_len = toast_raw_datum_size(datum) - VARHDRSZ;
+		if (!wc_row_unsigned_len(n, row_len, &len, problem) ||
+			!wc_chunk_row_key(&cr, n, dumped_at, len, problem))
 			break;
 		data = DatumGetByteaPP(datum);
-		if (!wc_chunk_row_data(&cr, n, dumped_at, VARDATA_ANY(data), len, problem))
+		if (!row_signed(reader, n, dumped_at, VARDATA_ANY(data), row_len,
+						problem) ||
+			!wc_chunk_row_data(&cr, n, dumped_at, VARDATA_ANY(data), len, problem))
 			break;
 
 		errno = 0;
@@ -153,11 +182,13 @@ write_chunks(SysScanDesc scan, TupleDesc desc, HeapTuple first,
  */
 static char *
 delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
-		  TimestampTz dumped_at, Size *len, char **problem)
+		  TimestampTz dumped_at, RowReader *reader, Size *len, char **problem)
 {
 	int32		n;
 	TimestampTz row_dumped_at;
 	Datum		datum;
+	uint64		row_len;
+	uint64		unsigned_len;
 	bytea	   *data;
 	WarmDeltaHeader dh;
 	char	   *copy = NULL;
@@ -167,11 +198,16 @@ delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
 		*problem = psprintf("delta %d has a null field", -expect);
 		return NULL;
 	}
-	*len = toast_raw_datum_size(datum) - VARHDRSZ;
-	if (!wc_delta_row_key(expect, n, row_dumped_at, dumped_at, *len, problem))
+	row_len = toast_raw_datum_size(datum) - VARHDRSZ;
+	if (!wc_row_unsigned_len(n, row_len, &unsigned_len, problem) ||
+		!wc_delta_row_key(expect, n, row_dumped_at, dumped_at, unsigned_len,
+						  problem))
 		return NULL;
+	*len = unsigned_len;
 	data = DatumGetByteaPP(datum);
-	if (wc_delta_row_data(expect, VARDATA_ANY(data), *len, row_dumped_at, &dh,
+	if (row_signed(reader, n, row_dumped_at, VARDATA_ANY(data), row_len,
+				   problem) &&
+		wc_delta_row_data(expect, VARDATA_ANY(data), *len, row_dumped_at, &dh,
 						  problem))
 	{
 		copy = palloc(*len);
@@ -191,8 +227,8 @@ delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
  * full publication was read.
  */
 static bool
-rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
-				 char **problem)
+rebuild_followed(ChannelTable *ct, RowReader *reader, int32 ndeltas,
+				 int *applied, bool *whole, char **problem)
 {
 	TupleDesc	desc = RelationGetDescr(ct->rel);
 	TimestampTz times[WC_MAX_DELTAS + 1];
@@ -251,7 +287,7 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 		/* The full publication, checked whole before a delta reads it */
 		scan = wc_channel_scan_chunks(ct, false, 0);
 		tuple = systable_getnext_ordered(scan, ForwardScanDirection);
-		if (!write_chunks(scan, desc, tuple, problem) ||
+		if (!write_chunks(scan, desc, tuple, reader, problem) ||
 			(ndeltas > 0 &&
 			 wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, problem) != WC_FILE_OK))
 		{
@@ -282,7 +318,7 @@ rebuild_followed(ChannelTable *ct, int32 ndeltas, int *applied, bool *whole,
 			*problem = psprintf("delta %d is missing", i);
 			break;
 		}
-		datas[i - from - 1] = delta_row(tuple, desc, -i, times[i],
+		datas[i - from - 1] = delta_row(tuple, desc, -i, times[i], reader,
 										&lens[i - from - 1], problem);
 		if (datas[i - from - 1] == NULL)
 			break;
@@ -326,6 +362,8 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	bool		usable;
 	int			applied = 0;
 	bool		whole = false;
+	RowReader	reader;
+	ChannelKeySource source;
 
 	scan = systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
 									  0, NULL);
@@ -351,11 +389,29 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		wc_channel_set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 		return;
 	}
+	if (n <= 0 && dumped_at < wc_channel_followed_dumped_at() &&
+		access(WC_FOLLOWED_FILE, F_OK) == 0)
+	{
+		/*
+		 * Older than what is followed: the primary's own rows put back, which
+		 * verify, but are not its hot set any more.
+		 */
+		wc_channel_set_follow_state(WC_FOLLOW_UNUSABLE,
+									"it is older than the publication followed", false);
+		return;
+	}
 	if (notes != NULL && dumped_at == notes->refused_dumped_at)
 	{
 		/* Found unusable and said so already: not read again. */
 		wc_channel_set_follow_state(WC_FOLLOW_UNUSABLE,
 									"it is the publication found unusable before", false);
+		return;
+	}
+
+	memset(&reader, 0, sizeof(reader));
+	if (!wc_channel_key(reader.key, &source, &problem))
+	{
+		wc_channel_set_follow_state(WC_FOLLOW_NO_KEY, problem, false);
 		return;
 	}
 
@@ -368,7 +424,7 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	PG_ENSURE_ERROR_CLEANUP(remove_followed_tmp, (Datum) 0);
 	{
 		usable = problem == NULL &&
-			rebuild_followed(ct, -n, &applied, &whole, &problem) &&
+			rebuild_followed(ct, &reader, -n, &applied, &whole, &problem) &&
 			wc_check_file(WC_FOLLOWED_TMP_FILE, &hdr, &problem) == WC_FILE_OK;
 		if (usable && hdr.dumped_at != dumped_at)
 		{
@@ -387,9 +443,12 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		/* Each publication found unusable is said once. */
 		if (notes != NULL)
 			notes->refused_dumped_at = dumped_at;
-		wc_channel_set_follow_state(WC_FOLLOW_UNUSABLE, problem, notes != NULL);
+		explicit_bzero(reader.key, sizeof(reader.key));
+		wc_channel_set_follow_state(reader.not_signed ? WC_FOLLOW_NOT_SIGNED :
+									WC_FOLLOW_UNUSABLE, problem, notes != NULL);
 		return;
 	}
+	explicit_bzero(reader.key, sizeof(reader.key));
 	if (whole)
 		elog(DEBUG1, "followed the publication of %s: the full publication read; deltas applied: %d",
 			 timestamptz_to_str(dumped_at), applied);

@@ -53,6 +53,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "channel_key.h"
 #include "channel_publish.h"
 #include "channel_state.h"
 #include "channel_table.h"
@@ -81,11 +82,16 @@ typedef struct PublishedRows
 	int32		delta_rows;		/* rows of negative chunks */
 	uint64		delta_bytes;
 	TimestampTz latest_dumped_at;	/* of the last publication */
+	bool		full_signed;	/* chunk 0 is signed with the key */
 } PublishedRows;
 
-/* Look at the table's rows, reading no data but their sizes. */
+/*
+ * Look at the table's rows, reading no data but their sizes, and chunk 0,
+ * whose signature tells whether the rows were signed with key: not if a
+ * release before 1.6 wrote them, or the key changed since.
+ */
 static void
-published_rows(ChannelTable *ct, PublishedRows *pr)
+published_rows(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
 {
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -110,8 +116,15 @@ published_rows(ChannelTable *ct, PublishedRows *pr)
 			pr->full_bytes += len;
 			if (n == 0)
 			{
+				bytea	   *row = DatumGetByteaPP(data);
+				char	   *problem = NULL;
+
 				pr->have_full = true;
 				full_dumped_at = dumped_at;
+				pr->full_signed = wc_row_signed(key, 0, dumped_at,
+												VARDATA_ANY(row), len, &problem);
+				if ((Pointer) row != DatumGetPointer(data))
+					pfree(row);
 			}
 		}
 		else
@@ -132,15 +145,25 @@ published_rows(ChannelTable *ct, PublishedRows *pr)
 		pr->latest_dumped_at = full_dumped_at;
 }
 
-/* Insert a row (chunk, dumped_at, data), into the heap and the key. */
+/*
+ * Insert a row (chunk, dumped_at, data), into the heap and the key.  data
+ * has room for the signature after its bytes: it is signed with key
+ * (pubrow.c) and its size set to include it.
+ */
 static void
-insert_row(ChannelTable *ct, IndexInfo *info, int32 chunk,
-		   TimestampTz dumped_at, bytea *data)
+insert_row(ChannelTable *ct, IndexInfo *info, const uint8 *key, int32 chunk,
+		   TimestampTz dumped_at, bytea *data, Size len)
 {
 	Datum		values[WC_NCOLS];
 	bool		nulls[WC_NCOLS] = {false, false, false};
 	HeapTuple	tuple;
 
+	if (!wc_row_signature(key, chunk, dumped_at, VARDATA(data), len,
+						  (uint8 *) VARDATA(data) + len))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	SET_VARSIZE(data, VARHDRSZ + len + WC_SIGNATURE_BYTES);
 	values[WC_COL_CHUNK] = Int32GetDatum(chunk);
 	values[WC_COL_DUMPED] = TimestampTzGetDatum(dumped_at);
 	values[WC_COL_DATA] = PointerGetDatum(data);
@@ -218,20 +241,20 @@ copy_to_scratch(int fd, uint64 size)
 /*
  * The delta from the last publication to the file in WC_PUBLISHED_TMP_FILE,
  * or NULL if the whole file is to be published: the table holds no full
- * publication, or one with WC_MAX_DELTAS deltas or deltas of half its size
+ * publication signed with key, or one with WC_MAX_DELTAS deltas or deltas of half its size
  * already; this server's copy of the last publication is not the one in
  * the table (another server published it, or this one stopped before it
  * renamed the copy); or the delta would not fit one row.
  */
 static bytea *
-delta_to_publish(ChannelTable *ct, PublishedRows *pr)
+delta_to_publish(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
 {
 	WarmFileHeader hdr;
 	char	   *problem = NULL;
 	uint64		budget;
 
-	published_rows(ct, pr);
-	if (!pr->have_full || pr->ndeltas >= WC_MAX_DELTAS ||
+	published_rows(ct, key, pr);
+	if (!pr->have_full || !pr->full_signed || pr->ndeltas >= WC_MAX_DELTAS ||
 		pr->delta_rows != pr->ndeltas ||
 		pr->delta_bytes >= pr->full_bytes / 2)
 		return NULL;
@@ -268,6 +291,8 @@ wc_channel_publish_file(ChannelTable *ct)
 	PublishedRows pr;
 	int32		n = 0;
 	uint64		bytes = 0;
+	uint8		key[WC_KEY_BYTES];
+	ChannelKeySource source;
 
 	fd = OpenTransientFile(WC_DUMP_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
@@ -300,18 +325,34 @@ wc_channel_publish_file(ChannelTable *ct)
 		CloseTransientFile(fd);
 		return false;
 	}
+	if (!wc_channel_key(key, &source, &problem))
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_CONFIG_FILE_ERROR),
+				 errmsg("the hot set is not published: %s", problem),
+				 errdetail("The key file, when it exists, is the only key that signs publications. Standbys keep following the last publication."),
+				 errhint("Write 64 hexadecimal digits into \"%s\", owned by the server's user and readable by it alone, or remove the file.",
+						 WC_KEY_FILE)));
+		CloseTransientFile(fd);
+		return false;
+	}
 	size = (uint64) st.st_size; /* within what the header allows */
 	copy_to_scratch(fd, size);
 	CloseTransientFile(fd);
 
 	info = BuildIndexInfo(ct->index);
-	delta = delta_to_publish(ct, &pr);
+	delta = delta_to_publish(ct, key, &pr);
 	if (delta != NULL)
 	{
-		insert_row(ct, info, -(pr.ndeltas + 1), hdr.dumped_at, delta);
+		Size		len = VARSIZE(delta) - VARHDRSZ;
+		bytea	   *row = palloc(VARHDRSZ + len + WC_SIGNATURE_BYTES);
+
+		memcpy(VARDATA(row), VARDATA(delta), len);
+		insert_row(ct, info, key, -(pr.ndeltas + 1), hdr.dumped_at, row, len);
+		explicit_bzero(key, sizeof(key));
 		elog(DEBUG1, "published the changes since the last publication in %zu bytes, delta %d of the full publication of %llu bytes",
-			 (size_t) (VARSIZE(delta) - VARHDRSZ), pr.ndeltas + 1,
-			 (unsigned long long) pr.full_bytes);
+			 len, pr.ndeltas + 1, (unsigned long long) pr.full_bytes);
+		pfree(row);
 		pfree(delta);
 		return true;
 	}
@@ -330,7 +371,7 @@ wc_channel_publish_file(ChannelTable *ct)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", WC_PUBLISHED_TMP_FILE)));
-	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES);
+	chunk = palloc(VARHDRSZ + WC_CHUNK_BYTES + WC_SIGNATURE_BYTES);
 	while (bytes < size)
 	{
 		size_t		want = Min(size - bytes, WC_CHUNK_BYTES);
@@ -339,13 +380,13 @@ wc_channel_publish_file(ChannelTable *ct)
 		CHECK_FOR_INTERRUPTS();
 		len = read_exactly(fd, VARDATA(chunk), want, (off_t) bytes,
 						   WC_PUBLISHED_TMP_FILE);
-		SET_VARSIZE(chunk, VARHDRSZ + len);
-		insert_row(ct, info, n, hdr.dumped_at, chunk);
+		insert_row(ct, info, key, n, hdr.dumped_at, chunk, len);
 		bytes += len;
 		n++;
 	}
 	CloseTransientFile(fd);
 	pfree(chunk);
+	explicit_bzero(key, sizeof(key));
 	elog(DEBUG1, "published %llu bytes of the dump file in %d rows",
 		 (unsigned long long) bytes, n);
 	return true;

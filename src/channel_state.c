@@ -17,6 +17,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "channel_key.h"
 #include "channel_state.h"
 #include "dump.h"
 #include "operation.h"
@@ -56,6 +57,10 @@ wc_follow_state_name(FollowState state)
 			return "nothing published yet";
 		case WC_FOLLOW_UNUSABLE:
 			return "published file not usable";
+		case WC_FOLLOW_NOT_SIGNED:
+			return "published file not signed by the primary";
+		case WC_FOLLOW_NO_KEY:
+			return "no usable key";
 		case WC_FOLLOW_LOCKED:
 			return "published table locked";
 		case WC_FOLLOW_REFUSED:
@@ -117,6 +122,25 @@ wc_channel_set_follow_state(FollowState state, const char *problem, bool again)
 					(errmsg("the primary's published hot set is not usable: %s",
 							problem ? problem : "unknown problem"),
 					 errdetail("The standby tries again when the primary publishes its next dump.")));
+			break;
+		case WC_FOLLOW_NOT_SIGNED:
+			ereport(LOG,
+					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					 errmsg("the primary's published hot set is not followed: %s",
+							problem ? problem : "unknown problem"),
+					 errdetail("A standby follows only rows signed with the key that it shares with its primary: the cluster's own, or the one in file \"%s\". Either another role wrote the rows, or the key differs between the two servers.",
+							   WC_KEY_FILE),
+					 errhint("If \"%s\" exists on the primary, copy it to this standby.",
+							 WC_KEY_FILE)));
+			break;
+		case WC_FOLLOW_NO_KEY:
+			ereport(LOG,
+					(errcode(ERRCODE_CONFIG_FILE_ERROR),
+					 errmsg("cannot follow the primary's hot set: %s",
+							problem ? problem : "unknown problem"),
+					 errdetail("The key file, when it exists, is the only key the standby uses."),
+					 errhint("Write 64 hexadecimal digits into \"%s\", owned by the server's user and readable by it alone, or remove the file.",
+							 WC_KEY_FILE)));
 			break;
 		case WC_FOLLOW_LOCKED:
 			ereport(LOG,

@@ -11,6 +11,15 @@
  * value is detoasted), then its data.  The header in chunk 0, and the one
  * each delta announces, bound everything read or written after it.
  *
+ * Before all of that, a row must be signed with the channel's key: its
+ * data ends with an HMAC over what it says (wc_row_signature()).  A role
+ * that can write the table cannot make a row that verifies, so what the
+ * standby follows is what its primary wrote, whoever could write the
+ * table when.  The signature binds the row's chunk number and dump time,
+ * so a row cannot be moved to another place or publication either; a whole
+ * publication of this primary put back after a later one is refused by its
+ * age (channel_follow.c).
+ *
  * Copyright (c) 2026, pg_warmcache developers
  *
  * IDENTIFICATION
@@ -20,10 +29,99 @@
  */
 #include "postgres.h"
 
+#include "common/hmac.h"
+#include "port/pg_bswap.h"
+
 #include "dumpfile.h"
 #include "pubdelta.h"
 #include "pubrow.h"
 #include "runcodec.h"
+
+/*
+ * What a signature is made over before the row's data: this label, then
+ * the chunk number and the dump time in network byte order.
+ */
+#define WC_SIGNATURE_LABEL	"pg_warmcache row 1"
+
+/*
+ * The signature of a row of chunk number chunk and dump time dumped_at
+ * whose data, before the signature, is the len bytes at data; into
+ * signature, WC_SIGNATURE_BYTES of them.  False if the hash failed (out of
+ * memory).
+ */
+bool
+wc_row_signature(const uint8 *key, int32 chunk, TimestampTz dumped_at,
+				 const char *data, uint64 len, uint8 *signature)
+{
+	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
+	uint32		chunk_be = pg_hton32((uint32) chunk);
+	uint64		dumped_be = pg_hton64((uint64) dumped_at);
+	bool		ok;
+
+	if (ctx == NULL)
+		return false;
+	ok = pg_hmac_init(ctx, key, WC_KEY_BYTES) == 0 &&
+		pg_hmac_update(ctx, (const uint8 *) WC_SIGNATURE_LABEL,
+					   strlen(WC_SIGNATURE_LABEL)) == 0 &&
+		pg_hmac_update(ctx, (const uint8 *) &chunk_be, sizeof(chunk_be)) == 0 &&
+		pg_hmac_update(ctx, (const uint8 *) &dumped_be, sizeof(dumped_be)) == 0 &&
+		pg_hmac_update(ctx, (const uint8 *) data, len) == 0 &&
+		pg_hmac_final(ctx, signature, WC_SIGNATURE_BYTES) == 0;
+	pg_hmac_free(ctx);
+	return ok;
+}
+
+/*
+ * The size of a row's data without its signature, from the row's size,
+ * before the row is read.  False, with *problem, if the row is too small
+ * to hold a signature.
+ */
+bool
+wc_row_unsigned_len(int32 chunk, uint64 row_len, uint64 *len, char **problem)
+{
+	if (row_len < WC_SIGNATURE_BYTES)
+	{
+		*problem = psprintf("the row of chunk %d holds %llu bytes, too few for a signature",
+							chunk, (unsigned long long) row_len);
+		return false;
+	}
+	*len = row_len - WC_SIGNATURE_BYTES;
+	return true;
+}
+
+/*
+ * Whether the row of chunk number chunk and dump time dumped_at, row_len
+ * bytes at row (its data, then its signature), is signed with key.  False,
+ * with *problem, if not.  The comparison takes the same time wherever the
+ * signatures differ.
+ */
+bool
+wc_row_signed(const uint8 *key, int32 chunk, TimestampTz dumped_at,
+			  const char *row, uint64 row_len, char **problem)
+{
+	uint8		expected[WC_SIGNATURE_BYTES];
+	const uint8 *found;
+	uint64		len;
+	uint8		diff = 0;
+	int			i;
+
+	if (!wc_row_unsigned_len(chunk, row_len, &len, problem))
+		return false;
+	if (!wc_row_signature(key, chunk, dumped_at, row, len, expected))
+	{
+		*problem = pstrdup("out of memory while checking a row's signature");
+		return false;
+	}
+	found = (const uint8 *) row + len;
+	for (i = 0; i < WC_SIGNATURE_BYTES; i++)
+		diff |= expected[i] ^ found[i];
+	if (diff != 0)
+	{
+		*problem = psprintf("chunk %d is not signed with this cluster's key", chunk);
+		return false;
+	}
+	return true;
+}
 
 /* A size or a range of sizes in bytes, in words for a log line. */
 char *
