@@ -17,6 +17,5 @@
 #include "channel_table.h"
 
 extern void wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes);
-extern void wc_channel_distrust(ChannelTable *ct, ChannelNotes *notes);
 
 #endif							/* PG_WARMCACHE_CHANNEL_FOLLOW_H */

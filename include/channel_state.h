@@ -28,7 +28,6 @@ typedef enum PublishOutcome
 	WC_PUBLISH_DONE,
 	WC_PUBLISH_LOCKED,
 	WC_PUBLISH_REFUSED,
-	WC_PUBLISH_WRITABLE,		/* a role that is no superuser could write it */
 	WC_PUBLISH_FAILED			/* the worker ended without committing */
 } PublishOutcome;
 
@@ -59,7 +58,6 @@ typedef enum FollowState
 	WC_FOLLOW_NO_KEY,			/* the key file cannot be used */
 	WC_FOLLOW_LOCKED,			/* it was locked: tried again at next look */
 	WC_FOLLOW_REFUSED,			/* it is not the table the extension made */
-	WC_FOLLOW_WRITABLE,			/* a role that is no superuser could write it */
 	WC_FOLLOW_FOLLOWING,
 	WC_FOLLOW_PROMOTED			/* the standby was promoted */
 } FollowState;

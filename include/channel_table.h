@@ -27,9 +27,7 @@ typedef enum TableStatus
 	WC_TABLE_OK,
 	WC_TABLE_NONE,				/* no extension, or one older than 1.2 */
 	WC_TABLE_LOCKED,			/* *why names what is locked */
-	WC_TABLE_REFUSED,			/* *why says what is wrong with it */
-	WC_TABLE_WRITABLE			/* as made, but a role that is no superuser
-								 * could write it: *why names one */
+	WC_TABLE_REFUSED			/* *why says what is wrong with it */
 } TableStatus;
 
 /* The channel's table and its primary key, open and locked. */

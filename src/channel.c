@@ -258,11 +258,6 @@ publish_job(TableStatus status, ChannelTable *ct, const char *why,
 			notes->publish_ended = notes->publish_handled = true;
 			wc_channel_note_outcome(notes, WC_PUBLISH_REFUSED, why);
 			break;
-		case WC_TABLE_WRITABLE:
-			/* Published at the next look once only superusers can write. */
-			notes->publish_ended = true;
-			wc_channel_note_outcome(notes, WC_PUBLISH_WRITABLE, why);
-			break;
 		case WC_TABLE_OK:
 			/* Done once committed: pg_warmcache_channel_main(). */
 			*copied = wc_channel_publish_file(ct);
@@ -284,10 +279,6 @@ fetch_job(TableStatus status, ChannelTable *ct, const char *why,
 			break;
 		case WC_TABLE_REFUSED:
 			wc_channel_set_follow_state(WC_FOLLOW_REFUSED, why, false);
-			break;
-		case WC_TABLE_WRITABLE:
-			wc_channel_distrust(ct, notes);
-			wc_channel_set_follow_state(WC_FOLLOW_WRITABLE, why, false);
 			break;
 		case WC_TABLE_OK:
 			wc_channel_fetch_file(ct, notes);

@@ -458,30 +458,3 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 	wc_channel_note_followed(&hdr);
 	wc_channel_set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 }
-
-/*
- * The table could be written by a role that is no superuser: what it holds
- * now may be theirs, so it is never followed, even once that is undone,
- * as if found unusable.  The primary's next publication replaces it.  The
- * publication is told by its dump time, as fetch_file does.
- */
-void
-wc_channel_distrust(ChannelTable *ct, ChannelNotes *notes)
-{
-	SysScanDesc scan;
-	HeapTuple	first;
-	int32		n;
-	TimestampTz dumped_at;
-	Datum		data;
-
-	if (notes == NULL)
-		return;
-	scan = systable_beginscan_ordered(ct->rel, ct->index, GetActiveSnapshot(),
-									  0, NULL);
-	first = systable_getnext_ordered(scan, ForwardScanDirection);
-	if (HeapTupleIsValid(first) &&
-		wc_channel_row_fields(first, RelationGetDescr(ct->rel), &n, &dumped_at, &data) &&
-		dumped_at != wc_channel_followed_dumped_at())
-		notes->refused_dumped_at = dumped_at;
-	systable_endscan_ordered(scan);
-}

@@ -65,8 +65,6 @@ wc_follow_state_name(FollowState state)
 			return "published table locked";
 		case WC_FOLLOW_REFUSED:
 			return "published table refused";
-		case WC_FOLLOW_WRITABLE:
-			return "published table writable by others";
 		case WC_FOLLOW_FOLLOWING:
 			return "following";
 		case WC_FOLLOW_PROMOTED:
@@ -148,14 +146,6 @@ wc_channel_set_follow_state(FollowState state, const char *problem, bool again)
 					 errdetail("A session, or the replay of a lock taken on the primary, holds a lock on %s. The standby does not wait: it tries again at each look, and its own dumps go on.",
 							   problem ? problem : "its table")));
 			break;
-		case WC_FOLLOW_WRITABLE:
-			ereport(LOG,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("the primary's published hot set is not followed: %s",
-							problem ? problem : "unknown problem"),
-					 errdetail("Only what superusers alone can write is followed. What the table holds now is never followed, even once that is undone; the primary's next publication is."),
-					 errhint("Revoke the privilege, or the membership in pg_write_all_data or in the role named, on the primary.")));
-			break;
 		case WC_FOLLOW_REFUSED:
 			ereport(LOG,
 					(errmsg("the standby channel's table is not the one the extension made: %s",
@@ -219,13 +209,6 @@ wc_channel_note_outcome(ChannelNotes *notes, PublishOutcome outcome,
 			ereport(LOG,
 					(errmsg("could not publish the hot set"),
 					 errdetail("The publish worker ended without committing. The dump stays pending and is published at the next look, every 5 s; the worker's error is logged above.")));
-			break;
-		case WC_PUBLISH_WRITABLE:
-			ereport(LOG,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("the hot set is not published: %s", what),
-					 errdetail("Standbys follow only what superusers alone can write. The dump is published once that is undone."),
-					 errhint("Revoke the privilege, or the membership in pg_write_all_data or in the role named.")));
 			break;
 		case WC_PUBLISH_REFUSED:
 			ereport(LOG,

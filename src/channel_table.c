@@ -2,8 +2,7 @@
  *
  * channel_table.c
  *		The standby channel's table: finding it, the checks that it is the
- *		extension's own and that only superusers can write it, and reading
- *		its rows' fields.
+ *		extension's own, and reading its rows' fields.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -27,8 +26,6 @@
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_auth_members.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_depend.h"
@@ -45,7 +42,6 @@
 #include "storage/lmgr.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -57,10 +53,6 @@
 #include "channel_state.h"
 #include "channel_table.h"
 #include "compat.h"
-
-/* The privileges that change what the table holds. */
-#define WC_WRITE_PRIVILEGES \
-	(ACL_INSERT | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE)
 
 /* The columns the extension made, in order (pg_warmcache--1.1--1.2.sql). */
 static const struct
@@ -213,102 +205,6 @@ table_is_ours(Relation rel, char **why)
 }
 
 /*
- * A role that is no superuser and is a direct member of roleid, or
- * InvalidOid.  Any member, whatever its grant's options, may SET ROLE to
- * roleid or reach it through a role between them.
- */
-static Oid
-member_not_superuser(Oid roleid)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			found = InvalidOid;
-
-	rel = table_open(AuthMemRelationId, NoLock);
-	ScanKeyInit(&key, Anum_pg_auth_members_roleid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(roleid));
-	scan = systable_beginscan(rel, AuthMemRoleMemIndexId, true, NULL, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Oid			member = ((Form_pg_auth_members) GETSTRUCT(tuple))->member;
-
-		if (!superuser_arg(member))
-		{
-			found = member;
-			break;
-		}
-	}
-	systable_endscan(scan);
-	table_close(rel, NoLock);
-	return found;
-}
-
-/*
- * Can a role that is not a superuser change what the open, locked table
- * holds?  The table's owner is a superuser, but its ACL, its columns' ACLs
- * and membership in pg_write_all_data can give others that right, and what
- * they write is what standbys would follow.  Every role that is no
- * superuser is asked of the server's own privilege checks, which count all
- * of those and inheritance through other roles.  A role that has the right
- * but cannot log in and has no member but superusers (pg_write_all_data
- * itself, as installed) is no way in.  False, with *why, if it can; false
- * with *locked if pg_authid or pg_auth_members was locked.
- */
-static bool
-only_superusers_write(Relation rel, bool *locked, char **why)
-{
-	Oid			relid = RelationGetRelid(rel);
-	const char *name = quote_identifier(RelationGetRelationName(rel));
-	Relation	authid;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-
-	*locked = false;
-	if (!lock_now(AuthIdRelationId, AccessShareLock, why) ||
-		!lock_now(AuthMemRelationId, AccessShareLock, why))
-	{
-		*locked = true;
-		return false;
-	}
-	authid = table_open(AuthIdRelationId, NoLock);
-	scan = systable_beginscan(authid, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_authid form = (Form_pg_authid) GETSTRUCT(tuple);
-		Oid			member;
-
-		CHECK_FOR_INTERRUPTS();
-		if (form->rolsuper)
-			continue;
-		if (pg_class_aclmask(relid, form->oid, WC_WRITE_PRIVILEGES,
-							 ACLMASK_ANY) == 0 &&
-			pg_attribute_aclcheck_all(relid, form->oid,
-									  ACL_INSERT | ACL_UPDATE,
-									  ACLMASK_ANY) != ACLCHECK_OK)
-			continue;
-		if (form->rolcanlogin)
-		{
-			*why = psprintf("table %s can be written by role \"%s\", which is not a superuser",
-							name, NameStr(form->rolname));
-			break;
-		}
-		member = member_not_superuser(form->oid);
-		if (OidIsValid(member))
-		{
-			*why = psprintf("table %s can be written by role \"%s\", which is not a superuser, as a member of role \"%s\"",
-							name, GetUserNameFromId(member, true),
-							NameStr(form->rolname));
-			break;
-		}
-	}
-	systable_endscan(scan);
-	table_close(authid, NoLock);
-	return *why == NULL;
-}
-
-/*
  * Is the open, locked index the table's primary key on chunk, a plain
  * B-tree with the built-in integer operators?
  */
@@ -335,8 +231,9 @@ index_is_ours(Relation rel, Relation index, char **why)
 /*
  * Find the channel's table by catalog access alone, lock it and what
  * reading or writing it touches in mode without waiting, and check that it
- * is what the extension made and that only superusers can write it.  On
- * WC_TABLE_OK and WC_TABLE_WRITABLE, *ct holds it open.
+ * is what the extension made.  Who may write it is not asked: a standby
+ * trusts no row for being in it, only for its signature (pubrow.c).  On
+ * WC_TABLE_OK, *ct holds it open.
  */
 TableStatus
 wc_open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
@@ -345,7 +242,6 @@ wc_open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
 	Oid			relid;
 	Oid			indexid;
 	List	   *indexes;
-	bool		locked;
 
 	*why = NULL;
 	ct->rel = ct->index = NULL;
@@ -384,8 +280,6 @@ wc_open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
 		return WC_TABLE_REFUSED;
 	if (!lock_toast_now(ct->rel, mode, why))
 		return WC_TABLE_LOCKED;
-	if (!only_superusers_write(ct->rel, &locked, why))
-		return locked ? WC_TABLE_LOCKED : WC_TABLE_WRITABLE;
 	return WC_TABLE_OK;
 }
 
