@@ -114,16 +114,59 @@ member_table(Oid ext, char **why)
 	return found;
 }
 
-/* Lock relid in mode if that is free now; else say what is locked. */
+/*
+ * The pid of a process that holds a lock on relation relid of this
+ * database in a mode that conflicts with mode, as pg_locks shows them
+ * (GetLockStatusData()), or 0 if none is seen (it let go meanwhile).  On
+ * a standby the startup process holds the locks that replay takes.
+ */
+static int
+lock_holder(Oid relid, LOCKMODE mode)
+{
+	LockData   *data = GetLockStatusData();
+	int			pid = 0;
+	int			i;
+
+	for (i = 0; i < data->nelements && pid == 0; i++)
+	{
+		LockInstanceData *lock = &data->locks[i];
+		LOCKMODE	held;
+
+		if (lock->locktag.locktag_type != LOCKTAG_RELATION ||
+			lock->locktag.locktag_field1 != MyDatabaseId ||
+			lock->locktag.locktag_field2 != relid ||
+			lock->pid == MyProcPid)
+			continue;
+		for (held = 1; held <= MaxLockMode; held++)
+			if ((lock->holdMask & LOCKBIT_ON(held)) != 0 &&
+				DoLockModesConflict(held, mode))
+			{
+				pid = lock->pid;
+				break;
+			}
+	}
+	return pid;
+}
+
+/*
+ * Lock relid in mode if that is free now; else say what is locked, and by
+ * which process.
+ */
 static bool
 lock_now(Oid relid, LOCKMODE mode, char **why)
 {
 	char	   *name;
+	int			holder;
 
 	if (ConditionalLockRelationOid(relid, mode))
 		return true;
 	name = get_rel_name(relid);
-	*why = psprintf("relation %s", name ? quote_identifier(name) : "(dropped)");
+	holder = lock_holder(relid, mode);
+	if (holder != 0)
+		*why = psprintf("relation %s, held by the process of pid %d",
+						name ? quote_identifier(name) : "(dropped)", holder);
+	else
+		*why = psprintf("relation %s", name ? quote_identifier(name) : "(dropped)");
 	return false;
 }
 
