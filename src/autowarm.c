@@ -20,12 +20,11 @@
  * keeps the file until the cache holds at least as many blocks, counted
  * like with like (unlogged ones too, which only the shutdown dump writes).
  *
- * Signals.  SIGTERM is a shutdown request, told by its sender (worker.c):
- * the postmaster's at shutdown (the worker then writes the shutdown dump
- * and exits with code 0, and is not started again), or anyone else's
- * pg_terminate_backend() or kill otherwise (the worker stops what it
- * does, writes no dump and exits with code 1, so that the postmaster
- * starts it again after bgw_restart_time).  SIGINT (pg_cancel_backend())
+ * Signals.  SIGTERM, whoever sends it, makes the worker stop what it does
+ * and write its dump (worker.c).  Then it exits with code 0 if the
+ * postmaster asked (a shutdown: it is not started again), else with code
+ * 1 (pg_terminate_backend() or kill: the postmaster starts it again after
+ * bgw_restart_time).  SIGINT (pg_cancel_backend())
  * stops the restore the worker leads, as warmcache_restore_abort() does;
  * the worker goes on, and a cancel at any other time is ignored.
  *
@@ -181,10 +180,15 @@ auto_dump(bool shutdown)
 	else
 	{
 		wc_restore_forget_incomplete();
-		if (shutdown)
+		if (shutdown && wc_server_stopping())
 			ereport(LOG,
 					(errmsg_plural("dumped %lld block at shutdown",
 								   "dumped %lld blocks at shutdown",
+								   (unsigned long) n, (long long) n)));
+		else if (shutdown)
+			ereport(LOG,
+					(errmsg_plural("dumped %lld block before the autowarm worker exits",
+								   "dumped %lld blocks before the autowarm worker exits",
 								   (unsigned long) n, (long long) n)));
 	}
 	wc_end_operation();
@@ -402,15 +406,16 @@ pg_warmcache_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 	}
 
+	/* Whoever asked, the saved set is written before the worker goes. */
+	if (wc_autowarm)
+		auto_dump(true);
 	if (!wc_server_stopping())
 	{
 		ereport(LOG,
 				(errmsg("the autowarm worker was terminated"),
-				 errdetail("It is started again in %d seconds. No dump was written.",
+				 errdetail("It wrote its dump, and it is started again in %d seconds.",
 						   WC_RESTART_S)));
 		proc_exit(1);
 	}
-	if (wc_autowarm)
-		auto_dump(true);
 	proc_exit(0);
 }

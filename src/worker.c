@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include <time.h>
+
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -37,6 +39,9 @@ volatile sig_atomic_t wc_second_request = false;
 
 /* The postmaster asked the autowarm worker to stop: the server shuts down. */
 static volatile sig_atomic_t shutdown_requested = false;
+
+/* How long after a first stop request a second one cuts the dump short; ms. */
+#define WC_SECOND_REQUEST_MS	1000
 
 /*
  * In a signal handler: note the signal in *flag and wake the process,
@@ -74,26 +79,45 @@ wc_init_dynamic_worker(BackgroundWorker *worker, const char *function,
 }
 
 /*
- * SIGTERM of the autowarm worker.  Its sender tells a shutdown from a
- * termination.  The postmaster sends SIGTERM to a static background worker
- * only to stop it with the server (a smart or fast shutdown; an immediate
- * one sends SIGQUIT), each time twice: to the process and to its process
- * group (signal_child()), and the second copy may come while the shutdown
- * dump runs.  pg_terminate_backend(), kill and pg_ctl kill send it from another
- * process.  After the server's request, another one is a second request,
- * which cuts the shutdown dump's walk short (oswalk.c).
+ * SIGTERM of the autowarm worker: a request to stop, whoever sends it.
+ * The postmaster sends SIGTERM to a static background worker only to stop
+ * it with the server (a smart or fast shutdown; an immediate one sends
+ * SIGQUIT), each time twice: to the process and to its process group
+ * (signal_child()).  A service manager that stops the server by signalling
+ * every process of its control group sends it one too, before or after the
+ * postmaster's; pg_terminate_backend(), kill and pg_ctl kill send it from
+ * another process.  Every one of them makes the worker stop what it does,
+ * write its dump and exit, so that no way of stopping the server loses the
+ * saved set.  The sender only tells whether the server shuts down (the
+ * postmaster's request), for the exit code.  A request that comes
+ * WC_SECOND_REQUEST_MS or more after the first is a second request, which
+ * cuts the dump's walk of the OS cache short (oswalk.c): the copies that
+ * the postmaster and a service manager send at one stop come within
+ * milliseconds of each other.
  */
+static volatile sig_atomic_t stop_requested = false;
+static int64 first_request_ms = 0;
+
 static void
 shutdown_request_handler(WC_SENDER_SIGNAL_ARGS)
 {
 	int			save_errno = errno;
+	struct timespec ts;
+	int64		now_ms;
 
 	/* A child forked by system() and not yet exec'd is not the worker. */
 	if (WC_SIGNAL_INHERITED())
 		return;
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_ms = (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	if (WC_SIGNAL_SENDER() == PostmasterPid)
 		shutdown_requested = true;
-	else if (shutdown_requested)
+	if (!stop_requested)
+	{
+		stop_requested = true;
+		first_request_ms = now_ms;
+	}
+	else if (now_ms - first_request_ms >= WC_SECOND_REQUEST_MS)
 		wc_second_request = true;
 	ShutdownRequestPending = true;
 	SetLatch(MyLatch);
@@ -113,8 +137,8 @@ wc_handle_shutdown_requests(void)
 /*
  * Is the server shutting down?  Only in the autowarm worker: yes once the
  * postmaster asked it to stop, or when the postmaster is gone (nothing is
- * to come back then).  A shutdown request from anyone else is a
- * termination.
+ * to come back then).  A stop request from anyone else alone is a
+ * termination: the worker is started again.
  */
 bool
 wc_server_stopping(void)
