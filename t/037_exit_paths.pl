@@ -10,9 +10,10 @@
 #   automatic dump keeps the saved file (its block count, read from its
 #   header), and warmcache_restore_now() restores the whole table
 #   (pg_buffercache counts it).
-# - Terminated outside shutdown, the autowarm worker is started again
-#   within bgw_restart_time, with a new pid, and dumps again; at a real
-#   shutdown it writes the shutdown dump and exits quietly.
+# - Terminated outside shutdown, the autowarm worker writes its dump
+#   before it exits (mid-restore: it keeps the saved file), is started
+#   again within bgw_restart_time, with a new pid, and dumps again; at a
+#   real shutdown it writes the shutdown dump and exits quietly.
 # - A backend's dump terminated while its scratch files exist (held up by a
 #   FIFO in place of its temporary file) leaves neither the sorted chunks
 #   nor the temporary file behind: the FATAL skips any PG_CATCH, an exit
@@ -210,6 +211,10 @@ like(
 	$log,
 	qr/background worker "pg_warmcache autowarm" \(PID $pid\) exited with exit code 1/,
 	'terminated leader: it exited with code 1');
+like(
+	$log,
+	qr/LOG:  kept the saved block list of $total blocks/,
+	'terminated leader: before it exited, its dump kept the saved file');
 next_dump_keeps('terminated leader', $total);
 restore_now_restores_all('terminated leader');
 
@@ -240,10 +245,13 @@ set_conf('pg_warmcache.dump_interval = 1');
 ok(holds_within("last_dump_at > '$before'::timestamptz", 30),
 	'terminated idle worker: the new worker dumps again');
 set_conf('pg_warmcache.dump_interval = 0');
-unlike(
-	slurp_file($node->logfile, $offset),
-	qr/dumped \d+ blocks at shutdown/,
-	'terminated idle worker: no shutdown dump was written');
+$log = slurp_file($node->logfile, $offset);
+like(
+	$log,
+	qr/LOG:  dumped \d+ blocks before the autowarm worker exits/,
+	'terminated idle worker: it wrote its dump before it exited');
+unlike($log, qr/dumped \d+ blocks at shutdown/,
+	'terminated idle worker: the log does not call that a shutdown');
 
 #---- A backend's dump terminated while its scratch files exist ----
 
