@@ -19,15 +19,7 @@
 /* Receives the runs of cached blocks, one relation file segment at a time. */
 typedef void (*OsRunCallback) (void *arg, const WarmRun *run);
 
-/*
- * Receives each segment file's size in blocks (key's start is the
- * segment's first block, its count 0), before the segment's runs.
- */
-typedef void (*OsSegmentCallback) (void *arg, const WarmRun *key,
-								   BlockNumber nblocks);
-
 extern bool wc_scan_os_cache(bool shutdown, OsRunCallback emit, void *arg);
-extern void wc_scan_database_files(Oid db, OsRunCallback emit,
-								   OsSegmentCallback sized, void *arg);
+extern void wc_scan_database_files(Oid db, OsRunCallback emit, void *arg);
 
 #endif							/* PG_WARMCACHE_OSWALK_H */

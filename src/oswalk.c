@@ -21,7 +21,8 @@
  * (those with an init fork) unless asked for, as the buffer tier does.
  * The blocks also in shared buffers are not taken out: the restore finds
  * them in the page cache, at no I/O cost.  While queries keep every CPU
- * busy the walk keeps to the restore's CPU budget.
+ * busy a dump's walk keeps to the restore's CPU budget; a backend's walk
+ * for warmcache_relations() does not, since it is the caller's own query.
  *
  * The walk's time grows with the cluster's files, so it has bounds.  A
  * periodic dump's walk stops at the autowarm worker's shutdown request
@@ -92,11 +93,11 @@
 typedef struct OsScan
 {
 	bool		shutdown;		/* the shutdown dump's walk */
+	bool		unpaced;		/* no CPU budget: a caller's own query */
 	bool		include_unlogged;
 	bool		stopped;		/* cut short: see walk_stopped() */
 	TimestampTz started;
 	OsRunCallback emit;
-	OsSegmentCallback sized;	/* if set: each segment's size */
 	void	   *arg;
 	Oid			db;				/* wc_scan_database_files()'s database */
 	char	   *map;			/* the segment mapped, or NULL */
@@ -273,8 +274,6 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 	run.count = 0;
 	if (st.st_size < BLCKSZ)
 	{
-		if (scan->sized)
-			scan->sized(scan->arg, &run, 0);
 		CloseTransientFile(fd);
 		return;
 	}
@@ -287,9 +286,6 @@ scan_segment(OsScan *scan, const char *path, const WarmRun *key,
 	nblocks = (BlockNumber) Min(Min((uint64) st.st_size / BLCKSZ,
 									(uint64) RELSEG_SIZE),
 								(uint64) MaxBlockNumber + 1 - first_block);
-
-	if (scan->sized)
-		scan->sized(scan->arg, &run, nblocks);
 
 	/*
 	 * The callbacks may raise an error (out of memory, say) while the
@@ -328,7 +324,8 @@ yield_cpu(OsScan *scan)
 	bool		on_cpu;
 	long		ms;
 
-	if (++scan->work < WC_SCAN_WORK_PER_LOOK || scan->shutdown)
+	if (++scan->work < WC_SCAN_WORK_PER_LOOK || scan->shutdown ||
+		scan->unpaced)
 		return;
 	scan->work = 0;
 	spent = wc_cpu_time_us() - scan->cpu_at;
@@ -485,13 +482,11 @@ scan_database_in_tablespace(OsScan *scan, const char *path, Oid spc,
 
 /*
  * Walk the relation files of database db and of the shared catalogs,
- * unlogged relations' too: hand each segment's size to sized and the runs
- * of blocks the OS page cache holds to emit.  The walk yields the CPU as
- * the dump's does (yield_cpu()).
+ * unlogged relations' too, and hand the runs of blocks the OS page cache
+ * holds to emit.  Without the CPU budget (see the file's header).
  */
 void
-wc_scan_database_files(Oid db, OsRunCallback emit, OsSegmentCallback sized,
-					   void *arg)
+wc_scan_database_files(Oid db, OsRunCallback emit, void *arg)
 {
 	OsScan		scan;
 	char		below[MAXPGPATH];
@@ -500,8 +495,8 @@ wc_scan_database_files(Oid db, OsRunCallback emit, OsSegmentCallback sized,
 	memset(&scan, 0, sizeof(scan));
 	scan.include_unlogged = true;
 	scan.started = GetCurrentTimestamp();
+	scan.unpaced = true;
 	scan.emit = emit;
-	scan.sized = sized;
 	scan.arg = arg;
 	scan.db = db;
 	scan.cpu_at = wc_cpu_time_us();

@@ -9,12 +9,18 @@
  * Three passes fill one hash table keyed by the fork's file: the saved
  * file run by run, the buffer headers one by one (each under its header
  * spinlock for a moment, as a dump reads them), and the database's
- * relation files, as the dump's walk of the OS cache reads them (their
- * sizes and what the page cache holds).  Then one heap scan of pg_class
- * names the relation of each file.  No relation is opened or locked: a
- * census of 20,000 relations would take 20,000 locks, and a DROP would
- * wait behind it.  A file dropped meanwhile counts as it was found.
- * Memory is an entry per relation fork, whatever the sizes.
+ * relation files, as the dump's walk of the OS cache reads them (what the
+ * page cache holds).  Then the entries' files are sized, and one heap scan
+ * of pg_class names the relation of each.  No relation is opened or
+ * locked: a census of 20,000 relations would take 20,000 locks, and a DROP
+ * would wait behind it.  A file dropped meanwhile counts as it was found.
+ *
+ * Memory is an entry per relation fork that the saved set, shared buffers
+ * or the OS cache hold a block of, whatever the number of files or their
+ * sizes; a file that holds none gets no entry.  The entries must fit in
+ * work_mem, or the call ends with an error that says how many it needs.
+ * The walk runs without the restore's CPU budget: it is the caller's own
+ * query, which holds its snapshot until it ends.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *
@@ -24,6 +30,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <sys/stat.h>
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -40,6 +48,12 @@
 #include "pg_internals.h"
 #include "relations.h"
 
+/* What an entry costs in the hash table, its overhead included. */
+#define WC_CENSUS_ENTRY_BYTES	(MAXALIGN(sizeof(CensusEntry)) + 32)
+
+/* The most entries that fit in work_mem; set by wc_relations_census(). */
+static long census_limit;
+
 /* The entry of a file, made if it is not there yet. */
 static CensusEntry *
 census_entry(HTAB *census, Oid db, Oid spc, RelFileNumber relnumber,
@@ -53,6 +67,16 @@ census_entry(HTAB *census, Oid db, Oid spc, RelFileNumber relnumber,
 	key.spc = spc;
 	key.relnumber = relnumber;
 	key.fork = fork;
+	entry = (CensusEntry *) hash_search(census, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry;
+	if (hash_get_num_entries(census) >= census_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("warmcache_relations() needs more memory than \"work_mem\" allows"),
+				 errdetail("It keeps about %d bytes for each relation fork that the saved set or a cache holds a block of, and more than %ld such forks were found.",
+						   (int) WC_CENSUS_ENTRY_BYTES, census_limit),
+				 errhint("Raise \"work_mem\" for this call, for example with SET LOCAL in its transaction.")));
 	entry = (CensusEntry *) hash_search(census, &key, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -116,21 +140,54 @@ count_buffers(HTAB *census)
 	}
 }
 
-/* The walk's callbacks: a segment's size, and a run of cached blocks. */
-static void
-add_segment(void *arg, const WarmRun *key, BlockNumber nblocks)
-{
-	CensusEntry *entry = census_entry((HTAB *) arg, key->db, key->spc,
-									  key->relnumber, (int) key->fork);
-
-	entry->size_blocks = Max(entry->size_blocks, 0) + nblocks;
-}
-
+/* The walk's callback: a run of cached blocks. */
 static void
 add_cached(void *arg, const WarmRun *run)
 {
 	census_entry((HTAB *) arg, run->db, run->spc, run->relnumber,
 				 (int) run->fork)->in_os_cache += run->count;
+}
+
+/*
+ * The size of each entry's fork: its segment files, as stat() finds them
+ * now; -1 if it has no first segment (dropped, or never made).
+ */
+static void
+size_files(HTAB *census)
+{
+	HASH_SEQ_STATUS seq;
+	CensusEntry *e;
+
+	hash_seq_init(&seq, census);
+	while ((e = (CensusEntry *) hash_seq_search(&seq)) != NULL)
+	{
+		char	   *path;
+		uint32		segno;
+
+		CHECK_FOR_INTERRUPTS();
+		path = wc_relpath_of(e->db, e->key.spc, e->key.relnumber,
+							 (ForkNumber) e->key.fork);
+		e->size_blocks = -1;
+		for (segno = 0;; segno++)
+		{
+			char		seg[MAXPGPATH];
+			struct stat st;
+			uint64		nblocks;
+
+			if (segno == 0)
+				strlcpy(seg, path, sizeof(seg));
+			else
+				snprintf(seg, sizeof(seg), "%s.%u", path, segno);
+			if (stat(seg, &st) != 0)
+				break;
+			nblocks = Min((uint64) st.st_size / BLCKSZ, (uint64) RELSEG_SIZE);
+			e->size_blocks = Max(e->size_blocks, 0) + (int64) nblocks;
+			if (nblocks < RELSEG_SIZE ||
+				(uint64) (segno + 1) * RELSEG_SIZE > (uint64) MaxBlockNumber)
+				break;
+		}
+		pfree(path);
+	}
 }
 
 /*
@@ -201,11 +258,13 @@ wc_relations_census(void)
 	ctl.keysize = sizeof(CensusKey);
 	ctl.entrysize = sizeof(CensusEntry);
 	ctl.hcxt = CurrentMemoryContext;
+	census_limit = Max((long) ((double) work_mem * 1024 / WC_CENSUS_ENTRY_BYTES), 1);
 	census = hash_create("pg_warmcache relations", 1024, &ctl,
 						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	count_saved(census);
 	count_buffers(census);
-	wc_scan_database_files(MyDatabaseId, add_cached, add_segment, census);
+	wc_scan_database_files(MyDatabaseId, add_cached, census);
+	size_files(census);
 	name_relations(census);
 	return census;
 }
