@@ -7,7 +7,8 @@ PGFILEDESC = "pg_warmcache - warm the buffer cache, hottest first"
 EXTENSION = pg_warmcache
 DATA = pg_warmcache--1.0.sql pg_warmcache--1.0--1.1.sql \
 	pg_warmcache--1.1--1.2.sql pg_warmcache--1.2--1.3.sql \
-	pg_warmcache--1.3--1.4.sql pg_warmcache--1.4--1.5.sql
+	pg_warmcache--1.3--1.4.sql pg_warmcache--1.4--1.5.sql \
+	pg_warmcache--1.5--1.6.sql
 
 # The release's version, as the control file says it; PG_MODULE_MAGIC_EXT
 # says it too.  Read before PGXS, which takes PG_CPPFLAGS at once, and

@@ -68,6 +68,7 @@ typedef struct ChannelStatus
 	FollowState follow_state;
 	TimestampTz followed_dumped_at;
 	int64		followed_blocks;
+	int			lock_holder;	/* pid, or 0: see wc_channel_note_lock_holder() */
 } ChannelStatus;
 
 extern Size wc_channel_shmem_size(void);
@@ -77,6 +78,7 @@ extern const char *wc_follow_state_name(FollowState state);
 extern void wc_channel_set_follow_state(FollowState state, const char *problem,
 										bool again);
 extern void wc_channel_note_promoted(void);
+extern void wc_channel_note_lock_holder(int pid);
 extern ChannelNotes *wc_channel_notes(void);
 extern void wc_channel_note_outcome(ChannelNotes *notes, PublishOutcome outcome,
 									const char *why);

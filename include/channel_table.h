@@ -46,6 +46,7 @@ typedef struct ChannelTable
 extern TableStatus wc_open_channel_table(LOCKMODE mode, ChannelTable *ct,
 										 char **why);
 extern void wc_close_channel_table(ChannelTable *ct);
+extern int	wc_channel_lock_holder(void);
 extern bool wc_channel_row_fields(HeapTuple tuple, TupleDesc desc,
 								  int32 *chunk, TimestampTz *dumped_at,
 								  Datum *data);

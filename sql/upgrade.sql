@@ -128,6 +128,16 @@ SELECT p.proname,
   FROM pg_proc p
  WHERE proname IN ('warmcache_relations', 'warmcache_estimate')
  ORDER BY 1;
+-- 1.5 to 1.6: warmcache_status() names the holder of a lock the channel
+-- found taken.  The 1.5 function works with this library until then; its
+-- privileges survive the update.
+SELECT coalesce(restore_skipped_limit, 0) = 0 AS none_left_out FROM warmcache_status();
+ALTER EXTENSION pg_warmcache UPDATE TO '1.6';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';
+SELECT array_length(proallargtypes, 1) AS columns
+  FROM pg_proc WHERE proname = 'warmcache_status';
+SELECT channel_lock_holder IS NULL AS no_holder FROM warmcache_status();
+SELECT has_function_privilege('regress_wc_reader', 'warmcache_status()', 'EXECUTE') AS reader_may;
 -- Updating a current extension is a no-op.
 ALTER EXTENSION pg_warmcache UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_warmcache';

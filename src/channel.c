@@ -324,6 +324,8 @@ pg_warmcache_channel_main(Datum arg)
 	/* The rows are read with a snapshot taken once the table is locked. */
 	status = wc_open_channel_table(job == WC_CHANNEL_PUBLISH ?
 								   RowExclusiveLock : AccessShareLock, &ct, &why);
+	wc_channel_note_lock_holder(status == WC_TABLE_LOCKED ?
+								wc_channel_lock_holder() : 0);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (job == WC_CHANNEL_PUBLISH)
 		publish_job(status, &ct, why, notes, &copied);

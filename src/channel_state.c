@@ -36,6 +36,8 @@ typedef struct ChannelShared
 	FollowState follow_state;	/* on a standby: what the channel found */
 	TimestampTz followed_dumped_at; /* the followed file's dump time, or 0 */
 	int64		followed_blocks;	/* the blocks it holds */
+	int			lock_holder;	/* the pid that held a lock the channel's
+								 * last worker found taken, or 0 */
 	ChannelNotes notes;
 } ChannelShared;
 
@@ -245,6 +247,20 @@ wc_channel_status(ChannelStatus *status)
 	status->follow_state = channel->follow_state;
 	status->followed_dumped_at = channel->followed_dumped_at;
 	status->followed_blocks = channel->followed_blocks;
+	status->lock_holder = channel->lock_holder;
+}
+
+/*
+ * A channel worker found its table locked by process pid (0: it got its
+ * locks, or the holder was not seen).  Kept until the next worker looks, so
+ * that the status names who keeps the channel waiting.
+ */
+void
+wc_channel_note_lock_holder(int pid)
+{
+	wc_status_lock(LW_EXCLUSIVE);
+	channel->lock_holder = pid;
+	wc_status_unlock();
 }
 
 /* The standby was promoted: it follows no primary any more. */

@@ -152,6 +152,9 @@ lock_holder(Oid relid, LOCKMODE mode)
  * Lock relid in mode if that is free now; else say what is locked, and by
  * which process.
  */
+/* The holder lock_now() last found, for wc_channel_lock_holder(). */
+static int	last_holder = 0;
+
 static bool
 lock_now(Oid relid, LOCKMODE mode, char **why)
 {
@@ -162,6 +165,7 @@ lock_now(Oid relid, LOCKMODE mode, char **why)
 		return true;
 	name = get_rel_name(relid);
 	holder = lock_holder(relid, mode);
+	last_holder = holder;
 	if (holder != 0)
 		*why = psprintf("relation %s, held by the process of pid %d",
 						name ? quote_identifier(name) : "(dropped)", holder);
@@ -286,6 +290,7 @@ wc_open_channel_table(LOCKMODE mode, ChannelTable *ct, char **why)
 	Oid			indexid;
 	List	   *indexes;
 
+	last_holder = 0;
 	*why = NULL;
 	ct->rel = ct->index = NULL;
 	ext = get_extension_oid("pg_warmcache", true);
@@ -334,6 +339,16 @@ wc_close_channel_table(ChannelTable *ct)
 		index_close(ct->index, NoLock);
 	if (ct->rel != NULL)
 		table_close(ct->rel, NoLock);
+}
+
+/*
+ * The pid of the process that held the lock wc_open_channel_table() last
+ * found taken (it returned WC_TABLE_LOCKED), or 0 if it was not seen.
+ */
+int
+wc_channel_lock_holder(void)
+{
+	return last_holder;
 }
 
 /*

@@ -372,9 +372,9 @@ ts_or_null(TimestampTz t, bool *isnull)
 Datum
 warmcache_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 32
-	/* 1.0, 1.1, 1.2 and 1.3, 1.4, 1.5 */
-	static const int status_columns[] = {16, 23, 30, 31, STATUS_COLS};
+#define STATUS_COLS 33
+	/* 1.0, 1.1, 1.2 and 1.3, 1.4, 1.5, 1.6 */
+	static const int status_columns[] = {16, 23, 30, 31, 32, STATUS_COLS};
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS];
 	bool		nulls[STATUS_COLS];
@@ -515,6 +515,10 @@ warmcache_status(PG_FUNCTION_ARGS)
 	/* 1.5: the blocks past the restore limit that it left out */
 	values[i] = Int64GetDatum((int64) skip[WC_SKIP_LIMIT]);
 	nulls[i++] = !started;
+
+	/* 1.6: who holds the lock the channel found taken */
+	values[i] = Int32GetDatum(s.channel.lock_holder);
+	nulls[i++] = s.channel.lock_holder == 0;
 	if (i != STATUS_COLS)
 		elog(ERROR, "warmcache_status() filled %d columns, not %d", i, STATUS_COLS);
 
@@ -638,10 +642,7 @@ warmcache_relations(PG_FUNCTION_ARGS)
 	MemoryContext row_cxt;
 	MemoryContext old_cxt;
 
-	/*
-	 * The walk of the files keeps to the restore's CPU budget while queries
-	 * take every CPU, which it learns from the shared state.
-	 */
+	/* The census reads the saved file and the buffer headers. */
 	wc_require_shared();
 	InitMaterializedSRF(fcinfo, 0);
 	check_result_columns(fcinfo, "warmcache_relations", rsinfo->setDesc,

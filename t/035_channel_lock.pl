@@ -3,11 +3,14 @@
 # A lock on warmcache_published stalls nobody: a session on the primary
 # holds ACCESS EXCLUSIVE on it in an open transaction, which the standby's
 # startup process replays and holds too.  The standby's follow worker gives
-# up each look at once and says so once, its dumps go on, and no
+# up each look at once and says so once, naming the holder (the startup
+# process) in the log and in warmcache_status(), its dumps go on, and no
 # pg_warmcache process waits for a lock; after the lock is released it
 # follows again.  On the primary, publication skips and retries the same
-# way.  The oracles are pg_locks and pg_stat_activity, the server log, and
-# the rows of the table and the followed file.
+# way, naming the session that holds the lock: from 17 on a role that is
+# not a superuser, with MAINTAIN on the table and nothing else.  The
+# oracles are pg_locks and pg_stat_activity, the server log, and the rows
+# of the table and the followed file.
 
 use strict;
 use warnings;
@@ -52,8 +55,10 @@ SELECT count(*) > 0 FROM pg_locks
  WHERE relation = 'public.warmcache_published'::regclass
    AND mode = 'AccessExclusiveLock' AND granted})
   or die 'timed out waiting for the standby to replay the lock';
+my $startup = $standby->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'startup'");
 my $locked_re =
-  qr/LOG:  cannot read the primary's published hot set now\n.*DETAIL:  A session, or the replay of a lock taken on the primary, holds a lock on relation warmcache_published\./;
+  qr/LOG:  cannot read the primary's published hot set now\n.*DETAIL:  A session, or the replay of a lock taken on the primary, holds a lock on relation warmcache_published, held by the process of pid $startup\./;
 # (Without the line, the looks are counted from the lock's replay.)
 my $said_at = eval { $standby->wait_for_log($locked_re, $offset) } // $offset;
 my ($waited, $looks, $dumps, $stale) = watch($standby, $said_at, 'follow', 2);
@@ -65,6 +70,8 @@ my @said = (slurp_file($standby->logfile, $offset) =~ /$locked_re/g);
 is(scalar @said, 1, 'standby: the lock is said once');
 is(status($standby, 'follow_state'), 'published table locked',
 	'standby: the status says the table is locked');
+is(status($standby, 'channel_lock_holder'), $startup,
+	'standby: the status names the startup process as the holder');
 
 # Released, the standby follows again at its next look, and follows the
 # next publication.
@@ -72,27 +79,50 @@ $holder->query_safe('COMMIT');
 ok( $standby->poll_query_until(
 		'postgres', "SELECT follow_state = 'following' FROM warmcache_status()"),
 	'standby: following again after the lock is released');
+is(status($standby, 'channel_lock_holder IS NULL'), 't',
+	'standby: the status names no holder any more');
 my $second = publish_dump($primary);
 wait_for_followed_pass($primary, $standby, $second);
 is(header(slurp_bin($standby->data_dir . '/pg_warmcache.followed'))->{dumped_at},
 	header(slurp_bin($primary->data_dir . '/pg_warmcache.blocks'))->{dumped_at},
 	'standby: the followed file is the primary\'s new dump');
 
-# The primary: a session holds the lock while dumps are published.
+# The primary: a session holds the lock while dumps are published.  From
+# 17 on, MAINTAIN on the table lets a role that is not a superuser take it.
+my $maintain =
+  $primary->safe_psql('postgres', 'SHOW server_version_num') >= 170000;
+$holder->quit;
+if ($maintain)
+{
+	$primary->safe_psql('postgres', q{
+		CREATE ROLE maint LOGIN;
+		GRANT MAINTAIN ON public.warmcache_published TO maint;
+	});
+	$holder = $primary->background_psql('postgres',
+		extra_params => [ '-U', 'maint' ]);
+}
+else
+{
+	$holder = $primary->background_psql('postgres');
+}
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
 $primary->append_conf('postgresql.conf', 'pg_warmcache.dump_interval = 1');
 $primary->reload;
 $offset = -s $primary->logfile;
 $holder->query_safe(
 	'BEGIN; LOCK TABLE public.warmcache_published IN ACCESS EXCLUSIVE MODE');
+my $who = $maintain ? 'a role with MAINTAIN' : 'a session';
 ($waited, $looks, $dumps, $stale) = watch($primary, $offset, 'publish', 3);
-is($waited, 0, "primary: no pg_warmcache process waited for a lock over $max_wait");
+is($waited, 0, "primary, $who: no pg_warmcache process waited for a lock over $max_wait");
 cmp_ok($looks, '>=', 3, 'primary: publication was tried three times');
 cmp_ok($dumps, '>=', 3, 'primary: dumps went on meanwhile');
 cmp_ok($stale, '<', 5, 'primary: and still go on at the end');
 @said = (slurp_file($primary->logfile, $offset) =~
-	  /LOG:  cannot publish the hot set now\n.*DETAIL:  A session holds a lock on relation warmcache_published\./g
+	  /LOG:  cannot publish the hot set now\n.*DETAIL:  A session holds a lock on relation warmcache_published, held by the process of pid $holder_pid\./g
 );
-is(scalar @said, 1, 'primary: the lock is said once');
+is(scalar @said, 1, "primary, $who: the lock is said once, with the holder's pid");
+is(status($primary, 'channel_lock_holder'), $holder_pid,
+	"primary, $who: the status names the holder");
 like(slurp_file($primary->logfile, $offset),
 	qr/publication skipped again/, 'primary: the retries are at DEBUG1');
 
@@ -102,6 +132,8 @@ $primary->poll_query_until('postgres',
 	"SELECT max(dumped_at) > '$released' FROM public.warmcache_published")
   or die 'timed out waiting for the primary to publish again';
 pass('primary: publication resumes after the lock is released');
+is(status($primary, 'channel_lock_holder IS NULL'), 't',
+	'primary: the status names no holder any more');
 like(slurp_file($primary->logfile, $offset),
 	qr/LOG:  publishing the hot set again/,
 	'primary: it says so');
