@@ -87,5 +87,6 @@ extern uint64 wc_channel_dump_to_publish(void);
 extern void wc_channel_note_published(uint64 seq);
 extern TimestampTz wc_channel_followed_dumped_at(void);
 extern void wc_channel_note_followed(const WarmFileHeader *hdr);
+extern void wc_channel_remember_followed(const WarmFileHeader *hdr);
 
 #endif							/* PG_WARMCACHE_CHANNEL_STATE_H */

@@ -41,12 +41,12 @@
  * the catalog locks of the connection itself.  The autowarm worker, which
  * waits for the channel worker, goes on dumping.
  *
- * The channel is five files.  This one starts the workers and hands each
+ * The channel is six files.  This one starts the workers and hands each
  * its job; channel_state.c keeps what the channel found and follows, and
  * logs each change once; channel_table.c finds the table and checks that
- * it is the extension's own and that only superusers can write it (the
- * checks above); channel_publish.c writes a publication, and
- * channel_follow.c reads one into the followed file.
+ * it is the extension's own (the checks above); channel_key.c reads the
+ * key that signs its rows; channel_publish.c writes a publication, and
+ * channel_follow.c reads one into the followed file, verifying each row.
  *
  * Copyright (c) 2026, pg_warmcache developers
  *

@@ -219,6 +219,26 @@ delta_row(HeapTuple tuple, TupleDesc desc, int32 expect,
 }
 
 /*
+ * The dump time of the followed file, or 0 if there is none.  The shared
+ * state forgets it at a restart: then the file's own header says it, so
+ * that rows put back from before it are refused after a restart too.
+ */
+static TimestampTz
+followed_dumped_at(void)
+{
+	TimestampTz at = wc_channel_followed_dumped_at();
+	WarmFileHeader hdr;
+	char	   *problem = NULL;
+
+	if (at != 0 || access(WC_FOLLOWED_FILE, F_OK) != 0)
+		return at;
+	if (wc_check_file(WC_FOLLOWED_FILE, &hdr, &problem) != WC_FILE_OK)
+		return 0;
+	wc_channel_remember_followed(&hdr);
+	return hdr.dumped_at;
+}
+
+/*
  * Make WC_FOLLOWED_TMP_FILE the latest publication, which is the full one
  * and ndeltas deltas after it: from the followed file, if it is one of
  * them, by the deltas after it; otherwise from the full publication's
@@ -272,11 +292,11 @@ rebuild_followed(ChannelTable *ct, RowReader *reader, int32 ndeltas,
 		return false;
 
 	/* Is the followed file one of them? */
-	if (wc_channel_followed_dumped_at() != 0 &&
+	if (followed_dumped_at() != 0 &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		for (i = ndeltas - 1; i >= 0; i--)
-			if (times[i] == wc_channel_followed_dumped_at())
+			if (times[i] == followed_dumped_at())
 			{
 				from = i;
 				break;
@@ -382,14 +402,14 @@ wc_channel_fetch_file(ChannelTable *ct, ChannelNotes *notes)
 		return;
 	}
 	systable_endscan_ordered(scan);
-	if (n <= 0 && dumped_at == wc_channel_followed_dumped_at() &&
+	if (n <= 0 && dumped_at == followed_dumped_at() &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		/* Followed already: say so again if the last look could not tell. */
 		wc_channel_set_follow_state(WC_FOLLOW_FOLLOWING, NULL, false);
 		return;
 	}
-	if (n <= 0 && dumped_at < wc_channel_followed_dumped_at() &&
+	if (n <= 0 && dumped_at < followed_dumped_at() &&
 		access(WC_FOLLOWED_FILE, F_OK) == 0)
 	{
 		/*

@@ -77,66 +77,80 @@ hex_digit(char c)
  * not hold 64 hex digits.
  */
 static bool
-key_from_file(uint8 *key, const struct stat *st, char **problem)
+key_from_file(uint8 *key, char **problem)
 {
 	char		buf[WC_KEY_FILE_MAX + 1];
+	struct stat st;
 	int			fd;
 	ssize_t		len;
+	int			save_errno;
 	int			i;
+	bool		ok = true;
 
-	if (!S_ISREG(st->st_mode))
-	{
-		*problem = psprintf("\"%s\" is not a regular file", WC_KEY_FILE);
-		return false;
-	}
-	if (st->st_uid != geteuid())
-	{
-		*problem = psprintf("\"%s\" is not owned by the server's user",
-							WC_KEY_FILE);
-		return false;
-	}
-	if ((st->st_mode & (S_IWGRP | S_IRWXO)) != 0)
-	{
-		*problem = psprintf("\"%s\" can be read or written by others than the server's user (mode %04o)",
-							WC_KEY_FILE, (unsigned) (st->st_mode & 07777));
-		return false;
-	}
-	fd = OpenTransientFile(WC_KEY_FILE, O_RDONLY | PG_BINARY);
+	*problem = NULL;
+
+	/*
+	 * What is checked is the file opened, not a name that could be swapped
+	 * between a look and the open; a link is not followed.
+	 */
+	fd = OpenTransientFile(WC_KEY_FILE, O_RDONLY | O_NOFOLLOW | PG_BINARY);
 	if (fd < 0)
 	{
 		*problem = psprintf("could not open \"%s\": %m", WC_KEY_FILE);
 		return false;
 	}
+	if (fstat(fd, &st) != 0)
+	{
+		save_errno = errno;
+		CloseTransientFile(fd);
+		errno = save_errno;
+		*problem = psprintf("could not stat \"%s\": %m", WC_KEY_FILE);
+		return false;
+	}
+	if (!S_ISREG(st.st_mode))
+		*problem = psprintf("\"%s\" is not a regular file", WC_KEY_FILE);
+	else if (st.st_uid != geteuid())
+		*problem = psprintf("\"%s\" is not owned by the server's user",
+							WC_KEY_FILE);
+	else if ((st.st_mode & (S_IWGRP | S_IRWXO)) != 0)
+		*problem = psprintf("\"%s\" can be read or written by others than the server's user (mode %04o)",
+							WC_KEY_FILE, (unsigned) (st.st_mode & 07777));
+	if (*problem != NULL)
+	{
+		CloseTransientFile(fd);
+		return false;
+	}
 	len = read(fd, buf, sizeof(buf));
+	save_errno = errno;
 	CloseTransientFile(fd);
 	if (len < 0)
 	{
+		errno = save_errno;
 		*problem = psprintf("could not read \"%s\": %m", WC_KEY_FILE);
 		return false;
 	}
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		len--;
 	if (len != WC_KEY_BYTES * 2)
-	{
-		*problem = psprintf("\"%s\" does not hold %d hexadecimal digits",
-							WC_KEY_FILE, WC_KEY_BYTES * 2);
-		return false;
-	}
-	for (i = 0; i < WC_KEY_BYTES; i++)
+		ok = false;
+	for (i = 0; ok && i < WC_KEY_BYTES; i++)
 	{
 		int			hi = hex_digit(buf[2 * i]);
 		int			lo = hex_digit(buf[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
-		{
-			*problem = psprintf("\"%s\" does not hold %d hexadecimal digits",
-								WC_KEY_FILE, WC_KEY_BYTES * 2);
-			return false;
-		}
-		key[i] = (uint8) (hi << 4 | lo);
+			ok = false;
+		else
+			key[i] = (uint8) (hi << 4 | lo);
 	}
 	explicit_bzero(buf, sizeof(buf));
-	return true;
+	if (!ok)
+	{
+		explicit_bzero(key, WC_KEY_BYTES);
+		*problem = psprintf("\"%s\" does not hold %d hexadecimal digits",
+							WC_KEY_FILE, WC_KEY_BYTES * 2);
+	}
+	return ok;
 }
 
 /* The cluster's own key, from pg_control's nonce. */
@@ -178,7 +192,7 @@ wc_channel_key(uint8 *key, ChannelKeySource *source, char **problem)
 	if (lstat(WC_KEY_FILE, &st) == 0)
 	{
 		*source = WC_KEY_FILE_SOURCE;
-		return key_from_file(key, &st, problem);
+		return key_from_file(key, problem);
 	}
 	if (errno != ENOENT)
 	{

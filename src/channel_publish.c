@@ -82,13 +82,15 @@ typedef struct PublishedRows
 	int32		delta_rows;		/* rows of negative chunks */
 	uint64		delta_bytes;
 	TimestampTz latest_dumped_at;	/* of the last publication */
-	bool		full_signed;	/* chunk 0 is signed with the key */
+	bool		all_signed;		/* every row is signed with the key */
 } PublishedRows;
 
 /*
- * Look at the table's rows, reading no data but their sizes, and chunk 0,
- * whose signature tells whether the rows were signed with key: not if a
- * release before 1.6 wrote them, or the key changed since.
+ * Look at the table's rows: their sizes, and whether each is signed with
+ * key (not if a release before 1.6 wrote them, the key changed since, or
+ * another role wrote them).  A row longer than any the primary writes is
+ * not read: it is not signed.  A delta is added only on rows that all
+ * verify, so that a standby never meets a chain it cannot follow.
  */
 static void
 published_rows(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
@@ -98,6 +100,7 @@ published_rows(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
 	TimestampTz full_dumped_at = 0;
 
 	memset(pr, 0, sizeof(*pr));
+	pr->all_signed = true;
 	scan = systable_beginscan(ct->rel, InvalidOid, false, GetActiveSnapshot(),
 							  0, NULL);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
@@ -111,20 +114,25 @@ published_rows(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
 		if (!wc_channel_row_fields(tuple, RelationGetDescr(ct->rel), &n, &dumped_at, &data))
 			continue;
 		len = toast_raw_datum_size(data) - VARHDRSZ;
+		if (len > WC_CHUNK_BYTES + WC_SIGNATURE_BYTES)
+			pr->all_signed = false;
+		else if (pr->all_signed)
+		{
+			bytea	   *row = DatumGetByteaPP(data);
+			char	   *problem = NULL;
+
+			pr->all_signed = wc_row_signed(key, n, dumped_at,
+										   VARDATA_ANY(row), len, &problem);
+			if ((Pointer) row != DatumGetPointer(data))
+				pfree(row);
+		}
 		if (n >= 0)
 		{
 			pr->full_bytes += len;
 			if (n == 0)
 			{
-				bytea	   *row = DatumGetByteaPP(data);
-				char	   *problem = NULL;
-
 				pr->have_full = true;
 				full_dumped_at = dumped_at;
-				pr->full_signed = wc_row_signed(key, 0, dumped_at,
-												VARDATA_ANY(row), len, &problem);
-				if ((Pointer) row != DatumGetPointer(data))
-					pfree(row);
 			}
 		}
 		else
@@ -254,7 +262,7 @@ delta_to_publish(ChannelTable *ct, const uint8 *key, PublishedRows *pr)
 	uint64		budget;
 
 	published_rows(ct, key, pr);
-	if (!pr->have_full || !pr->full_signed || pr->ndeltas >= WC_MAX_DELTAS ||
+	if (!pr->have_full || !pr->all_signed || pr->ndeltas >= WC_MAX_DELTAS ||
 		pr->delta_rows != pr->ndeltas ||
 		pr->delta_bytes >= pr->full_bytes / 2)
 		return NULL;

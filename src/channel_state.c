@@ -125,7 +125,7 @@ wc_channel_set_follow_state(FollowState state, const char *problem, bool again)
 			break;
 		case WC_FOLLOW_NOT_SIGNED:
 			ereport(LOG,
-					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("the primary's published hot set is not followed: %s",
 							problem ? problem : "unknown problem"),
 					 errdetail("A standby follows only rows signed with the key that it shares with its primary: the cluster's own, or the one in file \"%s\". Either another role wrote the rows, or the key differs between the two servers.",
@@ -332,5 +332,22 @@ wc_channel_note_followed(const WarmFileHeader *hdr)
 	channel->followed_dumped_at = hdr->dumped_at;
 	channel->followed_blocks = (int64) hdr->nblocks;
 	wc_note_follow_pass_due();
+	wc_status_unlock();
+}
+
+/*
+ * After a restart the followed file is there, but the shared state knows
+ * nothing of it: hdr, its header, names it again, with no pass due (the
+ * file was followed before the restart).  Only if nothing is known yet.
+ */
+void
+wc_channel_remember_followed(const WarmFileHeader *hdr)
+{
+	wc_status_lock(LW_EXCLUSIVE);
+	if (channel->followed_dumped_at == 0)
+	{
+		channel->followed_dumped_at = hdr->dumped_at;
+		channel->followed_blocks = (int64) hdr->nblocks;
+	}
 	wc_status_unlock();
 }

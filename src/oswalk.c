@@ -28,8 +28,8 @@
  * periodic dump's walk stops at the autowarm worker's shutdown request
  * (the dump is then abandoned: the shutdown dump follows at once).  The
  * shutdown dump's walk runs after that request by design; it stops after
- * WC_SHUTDOWN_WALK_MS, or at a second shutdown request (one from someone
- * other than the postmaster, after the postmaster's: worker.c), and the
+ * WC_SHUTDOWN_WALK_MS, or at a second stop request (one that comes a
+ * second or more after the first: worker.c), and the
  * dump keeps what it found until then, so that a fast shutdown of a huge
  * cluster is not held up without bound.  Any walk ends the process when the postmaster dies.
  *

@@ -117,7 +117,10 @@ wc_row_signed(const uint8 *key, int32 chunk, TimestampTz dumped_at,
 		diff |= expected[i] ^ found[i];
 	if (diff != 0)
 	{
-		*problem = psprintf("chunk %d is not signed with this cluster's key", chunk);
+		if (chunk < 0)
+			*problem = psprintf("delta %d is not signed with this cluster's key", -chunk);
+		else
+			*problem = psprintf("chunk %d is not signed with this cluster's key", chunk);
 		return false;
 	}
 	return true;

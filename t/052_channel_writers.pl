@@ -12,7 +12,8 @@
 # role with no privilege on the table.  The standby must say the rows are
 # not signed and keep following the primary's file, across its own
 # restart too; the primary's next dump is published whole over them and
-# followed.  The primary's own older rows, put back, are refused by age.
+# followed.  The primary's own older rows, put back, are refused by age,
+# after a restart of the standby too.
 # The oracles are the followed file on the standby's disk, the primary's
 # dump file and the server logs.
 
@@ -84,7 +85,7 @@ sub refused_or_followed
 	return 0;
 }
 
-my $not_signed = qr/not followed: chunk 0 is not signed with this cluster's key/;
+my $not_signed = qr/not followed: (?:chunk|delta) \d+ is not signed with this cluster's key/;
 my $replace = sub {
 	my $row = forged_row();
 	return "DELETE FROM public.warmcache_published; "
@@ -230,6 +231,15 @@ ok(refused_or_followed(qr/not usable: it is older than the publication followed/
 	'older rows of the primary: refused by their age');
 is(header(slurp_bin($followed))->{dumped_at},
 	$h->{dumped_at}, 'older rows of the primary: the followed file is the latest');
+
+# Restarted, the standby has forgotten in memory what it follows: the
+# followed file's header tells it again, and the old rows stay refused.
+$offset = -s $standby->logfile;
+$standby->restart;
+ok(refused_or_followed(qr/not usable: it is older than the publication followed/, $offset),
+	'older rows of the primary, the standby restarted: still refused by their age');
+is(header(slurp_bin($followed))->{dumped_at},
+	$h->{dumped_at}, 'older rows of the primary, the standby restarted: the followed file is the latest');
 
 unlike(slurp_file($primary->logfile), qr/the hot set is not published/,
 	'roles that may write the table never stop publications');

@@ -91,7 +91,7 @@ my $offset = -s $standby->logfile;
 my $second = publish_dump($primary);
 $primary->wait_for_catchup($standby);
 $standby->wait_for_log(
-	qr/LOG:  the primary's published hot set is not followed: chunk \d+ is not signed with this cluster's key/,
+	qr/LOG:  the primary's published hot set is not followed: (?:chunk|delta) \d+ is not signed with this cluster's key/,
 	$offset);
 pass('key file on the standby alone: the log says the rows are not signed with its key');
 $standby->poll_query_until('postgres',
