@@ -59,7 +59,7 @@ $primary->safe_psql('postgres',
 );
 my $standby = following_standby($primary, 'standby');
 my $other = PostgreSQL::Test::Cluster->new('other');
-$other->init;
+$other->init(force_initdb => 1);    # its own initdb: not the tests' template
 
 #---- What the key relies on ----
 
