@@ -144,7 +144,16 @@ sub quote_sql
 sub primary_publishes_again
 {
 	my ($what) = @_;
-	my $dumped_at = publish_dump($primary);
+
+	# Not publish_dump(): the forged rows are dated in 2030, later than
+	# any dump the primary makes now.
+	my $since = $primary->safe_psql('postgres', 'SELECT now()');
+	$primary->safe_psql('postgres', 'SELECT public.warmcache_dump_now()');
+	$primary->poll_query_until('postgres',
+		"SELECT max(dumped_at) >= '$since' AND max(dumped_at) < now() + interval '1 year' FROM public.warmcache_published"
+	) or die "$what: timed out waiting for the primary to publish";
+	my $dumped_at = $primary->safe_psql('postgres',
+		'SELECT max(dumped_at) FROM public.warmcache_published');
 	wait_for_followed_pass($primary, $standby, $dumped_at);
 	is(slurp_bin($followed), slurp_bin($primary->data_dir . '/pg_warmcache.blocks'),
 		"$what: the primary's next publication is followed");
