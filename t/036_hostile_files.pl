@@ -27,6 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions status
   wait_for_status wait_for_restore_line relation_blocks cached);
+use WarmCache::ChannelKey qw(cluster_key signed_row);
 use WarmCache::DumpFormat qw(MAGIC FORMAT_VERSION slurp_bin write_bin leb128
   encode_runs crc32c write_dump_file);
 use WarmCache::PageCache qw(OS_CACHE_SHARE os_cached_bytes drop_os_cache);
@@ -275,18 +276,20 @@ $standby->wait_for_log(qr/the primary has not published its hot set yet/);
 drop_os_cache($sfile);
 is(os_cached_bytes($sfile), 0, 'standby: t is out of its OS cache');
 
-# Publish $bytes in pieces of at most 3000 bytes, as of $when, and wait
+# Publish $bytes in pieces of at most 3000 bytes, as of $when and signed
+# with the cluster's key, so that the standby checks what they hold; wait
 # until the standby follows it or, unless $good, has found it not usable;
 # return its follow state.
 sub publish
 {
 	my ($bytes, $when, $good) = @_;
 	my $unusable = $good ? 'false' : "follow_state = 'published file not usable'";
+	my ($key, $at) = (cluster_key($node), tstz($when));
 	my @rows;
 	for (my ($i, $pos) = (0, 0); $pos < length($bytes); $i++, $pos += 3000)
 	{
 		push @rows, sprintf("(%d, '%s', '\\x%s')", $i, $when,
-			unpack('H*', substr($bytes, $pos, 3000)));
+			unpack('H*', signed_row($key, $i, $at, substr($bytes, $pos, 3000))));
 	}
 	$node->safe_psql('postgres',
 		"BEGIN; DELETE FROM warmcache_published; INSERT INTO warmcache_published (chunk, dumped_at, data) VALUES "

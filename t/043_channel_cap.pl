@@ -20,6 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions status
   following_standby);
+use WarmCache::ChannelKey qw(cluster_key signed_row);
 use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE RUN_SIZE slurp_bin);
 
 my $primary = start_node('primary', "shared_buffers = 16MB\n",
@@ -126,18 +127,21 @@ sub head
 }
 
 # Publish the rows @$chunks by hand on the primary, with the dump time of
-# the last header made; the standby must log that they are not usable,
+# the last header made, signed with the cluster's key so that the standby
+# checks what they hold; the standby must log that they are not usable,
 # matching $re, and write no followed file.
 sub refused
 {
 	my ($chunks, $re, $what) = @_;
 	my $offset = -s $standby->logfile;
+	my $key = cluster_key($primary);
 	my $i = 0;
 	my $values = join(', ',
 		map {
+			my $n = $i++;
 			sprintf(
 				"(%d, timestamptz '2000-01-01 00:00:00+00' + %d * interval '1 microsecond', '\\x%s')",
-				$i++, $dumped_at, unpack('H*', $_))
+				$n, $dumped_at, unpack('H*', signed_row($key, $n, $dumped_at, $_)))
 		} @$chunks);
 	$primary->safe_psql('postgres',
 		"BEGIN; DELETE FROM public.warmcache_published; INSERT INTO public.warmcache_published VALUES $values; COMMIT;"

@@ -21,6 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions following_standby
   publish_dump wait_for_followed_pass);
+use WarmCache::ChannelKey qw(cluster_key signed_row);
 use WarmCache::DumpFormat qw(slurp_bin header runs encode_runs crc32c);
 
 my $primary = start_node('primary',
@@ -138,7 +139,8 @@ ok( $standby->wait_for_log(
 
 # 3. A standby that follows none of them: the full publication and every
 # delta.  It stops following while two more deltas are published, then
-# restarts: it forgot what it followed.
+# restarts without its followed file (a standby that kept it applies only
+# the deltas it lacks, as in 2).
 $standby->append_conf('postgresql.conf', 'pg_warmcache.follow_primary = off');
 $standby->reload;
 for my $range ([ 1, 399 ], [ 1001, 1399 ])
@@ -151,7 +153,10 @@ for my $range ([ 1, 399 ], [ 1001, 1399 ])
 like(rows(), qr/^-3,-2,-1,0(,\d+)*$/, 'three deltas after the full publication');
 $log_at = -s $standby->logfile;
 $standby->append_conf('postgresql.conf', 'pg_warmcache.follow_primary = os');
-$standby->restart;
+$standby->stop;
+unlink("$sdata/pg_warmcache.followed")
+  or die "could not remove the standby's followed file: $!";
+$standby->start;
 check_followed($t, 'full publication and three deltas');
 ok( $standby->wait_for_log(
 		qr/followed the publication of .*: the full publication read; deltas applied: 3\n/,
@@ -161,13 +166,19 @@ ok( $standby->wait_for_log(
 # 4. Forged deltas are refused, and the standby keeps what it follows.
 my $kept = slurp_bin("$sdata/pg_warmcache.followed");
 # Each forged row is of another dump: a publication found unusable is not
-# read again.
+# read again.  Its $bytes are signed with the cluster's key, so that the
+# standby checks what they hold.
 sub forged
 {
-	my ($forged_at, $data_sql, $what, $problem) = @_;
+	my ($forged_at, $bytes, $what, $problem) = @_;
 	my $at = -s $standby->logfile;
+	my $us = $primary->safe_psql('postgres',
+		"SELECT ((extract(epoch FROM timestamptz '$forged_at') - 946684800) * 1000000)::int8"
+	);
+	my $row = signed_row(cluster_key($primary), -4, $us, $bytes);
 	$primary->safe_psql('postgres',
-		"INSERT INTO public.warmcache_published SELECT -4, '$forged_at', $data_sql");
+		"INSERT INTO public.warmcache_published VALUES (-4, '$forged_at', '\\x"
+		  . unpack('H*', $row) . "')");
 	$primary->wait_for_catchup($standby);
 	ok($standby->wait_for_log(qr/$problem/, $at), "$what: refused");
 	$standby->poll_query_until('postgres',
@@ -182,9 +193,13 @@ sub forged
 	return;
 }
 
-# A copy of delta 3 with one byte of its runs changed.
-forged('2030-01-01 00:00:00+00',
-	"set_byte(data, 100, get_byte(data, 100) # 1) FROM public.warmcache_published WHERE chunk = -3",
+# A copy of delta 3, without its signature, with one byte of its runs
+# changed.
+my $damaged = $primary->safe_psql('postgres',
+	"SELECT encode(set_byte(d, 100, get_byte(d, 100) # 1), 'hex') FROM "
+	  . "(SELECT substring(data FOR octet_length(data) - 32) AS d "
+	  . "FROM public.warmcache_published WHERE chunk = -3) s");
+forged('2030-01-01 00:00:00+00', pack('H*', $damaged),
 	'a damaged delta', "checksum does not match");
 
 # A delta, checksum right, of the forged row's dump, that removes a block
@@ -203,7 +218,7 @@ my $hdr = pack('L L q Q Q', 0x44525757, 1, $h->{dumped_at},
   . $result;
 my $crc = crc32c(crc32c(0xFFFFFFFF, $removed), $hdr) ^ 0xFFFFFFFF;
 my $bytes = $hdr . pack('L L', $crc, 0) . $removed;
-forged($forged_at, "'\\x" . unpack('H*', $bytes) . "'::bytea",
+forged($forged_at, $bytes,
 	'a delta removing blocks not held',
 	'it removes blocks the file does not hold');
 

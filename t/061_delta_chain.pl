@@ -24,6 +24,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions following_standby
   wait_for_followed_pass);
+use WarmCache::ChannelKey qw(cluster_key signed_row);
 use WarmCache::DumpFormat qw(MAGIC HEADER_SIZE FORMAT_VERSION slurp_bin
   header encode_runs crc32c write_dump_file);
 
@@ -73,7 +74,15 @@ sub delta_bytes
 	return $hdr . pack('L L', $crc, 0) . $add;
 }
 
-sub hex_of { return "'\\x" . unpack('H*', $_[0]) . "'::bytea"; }
+# The row $bytes of chunk $chunk and dump time $when, signed with the
+# cluster's key, as a bytea literal.
+my $key = cluster_key($primary);
+
+sub row_of
+{
+	my ($chunk, $when, $bytes) = @_;
+	return "'\\x" . unpack('H*', signed_row($key, $chunk, tstz($when), $bytes)) . "'::bytea";
+}
 
 # What the standby's processes wrote, reaped children included.
 sub standby_wchar
@@ -91,7 +100,7 @@ my $file = file_bytes(\@runs, $when[0]);
 cmp_ok(length($file), '>', 200_000, 'the whole publication is over 200 kB');
 $primary->safe_psql('postgres',
 	"INSERT INTO public.warmcache_published VALUES (0, '$when[0]', "
-	  . hex_of($file) . ')');
+	  . row_of(0, $when[0], $file) . ')');
 wait_for_followed_pass($primary, $standby, $when[0]);
 my $sfile = $standby->data_dir . '/pg_warmcache.followed';
 ok(slurp_bin($sfile) eq $file, 'the standby follows the whole publication');
@@ -104,7 +113,8 @@ for my $k (1 .. 8)
 	push @runs, $added;
 	my $next = file_bytes(\@runs, $when[$k]);
 	push @rows,
-	  "(-$k, '$when[$k]', " . hex_of(delta_bytes($when[ $k - 1 ], [$added], $next)) . ')';
+	  "(-$k, '$when[$k]', "
+	  . row_of(-$k, $when[$k], delta_bytes($when[ $k - 1 ], [$added], $next)) . ')';
 	$file = $next;
 }
 my $before = standby_wchar();
@@ -133,7 +143,7 @@ $before = standby_wchar();
 $offset = -s $standby->logfile;
 $primary->safe_psql('postgres',
 	"INSERT INTO public.warmcache_published VALUES (-9, '$when[9]', "
-	  . hex_of($forged) . ')');
+	  . row_of(-9, $when[9], $forged) . ')');
 $primary->wait_for_catchup($standby);
 ok( $standby->wait_for_log(
 		qr/delta 9 announces a file of \d+ runs, but its \d+ bytes of runs can make at most \d+ of the \d+ it applies to/,

@@ -28,16 +28,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WarmCache::Cluster qw(start_node create_extensions status
   following_standby publish_dump wait_for_followed_pass);
-
-# The nonce of $node's cluster, as pg_controldata prints it.
-sub nonce
-{
-	my ($node) = @_;
-	my ($out) = run_command([ 'pg_controldata', $node->data_dir ]);
-	$out =~ /^Mock authentication nonce:\s+([0-9a-f]{64})$/m
-	  or die "pg_controldata prints no nonce:\n$out";
-	return $1;
-}
+use WarmCache::ChannelKey qw(nonce);
 
 # Write $hex into $node's key file, with mode $mode.
 sub write_key
