@@ -66,7 +66,7 @@ as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 q "CREATE EXTENSION pg_warmcache" >/dev/null
 dbdir="$dir/data/base/$(q "SELECT oid FROM pg_database WHERE datname = 'postgres'")"
 echo "making $nfiles sparse 8 kB files in $dbdir" >&2
-as_pg python3 - "$dbdir" "$nfiles" <<'EOF'
+as_pg /usr/bin/python3 - "$dbdir" "$nfiles" <<'EOF'
 import os, sys
 d, n = sys.argv[1], int(sys.argv[2])
 for i in range(n):
