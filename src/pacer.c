@@ -120,14 +120,17 @@
 #define WC_READ_MEMORY_MS	200
 
 /*
- * The CPUs are busy with the queries when most of the looks of about the
- * last WC_BUSY_SHARE_MS found every CPU running one of our backends, and
- * no look counts for more than WC_BUSY_LOOK_MAX of that share: see
- * look_at_backends.
+ * The CPUs are busy with the queries when at least WC_BUSY_SHARE_MIN of
+ * the looks of about the last WC_BUSY_SHARE_MS found every CPU running one
+ * of our backends, and no look counts for more than WC_BUSY_LOOK_MAX of
+ * that share, so that no one look decides: see look_at_backends.  Not
+ * most of the looks: two clients that keep two CPUs busy, each waiting
+ * for its client between queries, are both seen running in only about one
+ * look in five.
  */
 #define WC_BUSY_SHARE_MS	100
-#define WC_BUSY_LOOK_MAX	0.2
-#define WC_BUSY_SHARE_MIN	0.5
+#define WC_BUSY_LOOK_MAX	0.05
+#define WC_BUSY_SHARE_MIN	0.1
 
 /*
  * How long the CPUs must have been busy before a chunk that the OS cache
@@ -500,9 +503,9 @@ count_done(RestorePacer *pacer, const ChunkReport *done)
 }
 
 /*
- * Whether the queries keep the CPUs busy now: most recent looks found every
- * CPU running one of them, and none was seen reading lately.  Then shared buffers serve them, and every cycle we
- * take is one of theirs.  ("Lately": a read that the page cache answers
+ * Whether the queries keep the CPUs busy now: enough recent looks found
+ * every CPU running one of them, and none was seen reading lately.  Then
+ * shared buffers serve them, and every cycle we take is one of theirs.  ("Lately": a read that the page cache answers
  * takes microseconds, so queries that miss shared buffers show up in some
  * looks, not in each.)  While they miss the cache the device, or the
  * copying, is what counts, and we keep at it.  After a promotion the
