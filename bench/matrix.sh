@@ -91,10 +91,7 @@ fi
 # methods and warm-vs-prewarm.sh takes it from the environment.
 base="" builds=()
 if [ -n "${BASE_REV:-}" ]; then
-	rev=$(git -C "$here" rev-parse --verify --short "$BASE_REV^{commit}" 2>/dev/null) ||
-		{ echo "matrix.sh: BASE_REV=$BASE_REV: no such revision" >&2; exit 2; }
-	git -C "$here/.." diff --quiet "$rev" -- 'pg_warmcache--*.sql' pg_warmcache.control ||
-		{ echo "matrix.sh: BASE_REV=$BASE_REV: its SQL scripts or control file differ from the work tree's" >&2; exit 2; }
+	rev=$(. "$here/lib.sh" && base_rev) || exit 2
 	base=,warmcache-base
 	builds=(--builds new,base)
 fi
