@@ -22,6 +22,14 @@ autovacuum = off
 });
 create_extensions($node);
 
+# test/run's io_uring pass runs this test once more with PGWC_IO_METHOD set
+# and the setting in TEMP_CONFIG: the server must read with it.
+if ($ENV{PGWC_IO_METHOD})
+{
+	is($node->safe_psql('postgres', 'SHOW io_method'),
+		$ENV{PGWC_IO_METHOD}, "the server reads with io_method = $ENV{PGWC_IO_METHOD}");
+}
+
 # Some tens of MB: a table with two indexes, and an unlogged table (its blocks
 # are dumped at a clean shutdown too).
 $node->safe_psql(
