@@ -69,6 +69,9 @@ extern DumpFileStatus wc_check_file(const char *path, WarmFileHeader *hdr,
 									char **problem);
 extern void wc_set_aside_bad_file(const char *path, const char *problem,
 								  int elevel);
+extern DumpFileStatus wc_check_import(const char *path, WarmFileHeader *hdr,
+									  char **problem);
+extern void wc_set_aside_bad_import(const char *path, const char *problem);
 extern bool wc_reader_open(WarmFileReader *reader, const char *path,
 						   bool across_xacts);
 extern bool wc_reader_next(WarmFileReader *reader, WarmRun *run);

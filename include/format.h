@@ -28,6 +28,14 @@
 #define WC_DUMP_SORT_FILE	"pg_warmcache.blocks.sort"
 #define WC_DUMP_BAD_FILE	"pg_warmcache.blocks.corrupt"
 
+/*
+ * The saved file of the cluster this one was upgraded from, copied here by
+ * the administrator, restored once at the first start (restore.c).  From
+ * 15 on, pg_upgrade keeps relfilenodes and database and tablespace OIDs.
+ */
+#define WC_IMPORT_FILE		"pg_warmcache.import"
+#define WC_IMPORT_MIN_MAJOR	15
+
 /* On a standby: the primary's hot set it follows (channel_follow.c). */
 #define WC_FOLLOWED_FILE	"pg_warmcache.followed"
 #define WC_FOLLOWED_TMP_FILE "pg_warmcache.followed.tmp"

@@ -70,7 +70,7 @@ extern void wc_end_operation(void);
 extern bool wc_owns_operation(void);
 
 /* The autowarm worker, and what is asked of it. */
-extern void wc_register_worker(bool restore_first, WarmMode mode);
+extern bool wc_register_worker(bool restore_first, WarmMode mode);
 extern void wc_forget_worker(void);
 extern bool wc_is_autowarm_worker(int pid);
 extern void wc_wake_worker(void);

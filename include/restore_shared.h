@@ -67,8 +67,8 @@ typedef enum RestoreOutcome
 } RestoreOutcome;
 
 /*
- * Why blocks were skipped: only the first two prove them gone; the first
- * two and the last leave nothing to restore.
+ * Why blocks were skipped: only the first two prove them gone; all but
+ * locked and failed leave nothing to restore.
  */
 typedef enum RestoreSkipReason
 {
@@ -79,22 +79,26 @@ typedef enum RestoreSkipReason
 	WC_SKIP_LOCKED,				/* its relation was wanted by others every
 								 * time the restore came back to it */
 	WC_SKIP_FAILED,				/* an error while reading them */
-	WC_SKIP_LIMIT				/* past pg_warmcache.restore_limit, left out
+	WC_SKIP_LIMIT,				/* past pg_warmcache.restore_limit, left out
 								 * as pg_warmcache.past_restore_limit asks */
+	WC_SKIP_CATALOG				/* of an import: a catalog, which pg_upgrade
+								 * does not carry over */
 } RestoreSkipReason;
 
-#define WC_SKIP_REASONS (WC_SKIP_LIMIT + 1)
+#define WC_SKIP_REASONS (WC_SKIP_CATALOG + 1)
 
 /*
  * What a restore reads, and why: the saved file at start or on request,
  * or on a standby the primary's hot set it follows (channel.c), and that
- * set again at promotion, into shared buffers.
+ * set again at promotion, into shared buffers; or, at the first start
+ * after pg_upgrade, the old cluster's saved file, imported once.
  */
 typedef enum RestoreSource
 {
 	WC_SOURCE_SAVED,
 	WC_SOURCE_FOLLOWED,
-	WC_SOURCE_PROMOTION
+	WC_SOURCE_PROMOTION,
+	WC_SOURCE_IMPORT
 } RestoreSource;
 
 /* What the leader tells one restore worker, and what it reports back. */

@@ -6,7 +6,8 @@
  *
  * One worker runs from the time the server is consistent (so on a hot
  * standby too).  At its first start after the shared memory was created
- * it restores the dump file, if pg_warmcache.autowarm is on, then dumps
+ * it restores the dump file, if pg_warmcache.autowarm is on (or, once, a
+ * file imported from the cluster pg_upgrade upgraded: restore.c), then dumps
  * every pg_warmcache.dump_interval seconds and at shutdown.  It leads the
  * restores itself (restore.c), so a dump never runs during one.
  *
@@ -272,6 +273,7 @@ void
 pg_warmcache_main(Datum arg)
 {
 	MemoryContext cxt;
+	bool		import;
 	bool		in_recovery;
 	bool		follow_due = false;
 	TimestampTz last_dump;
@@ -290,7 +292,13 @@ pg_warmcache_main(Datum arg)
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 
-	wc_register_worker(wc_autowarm, (WarmMode) wc_restore_mode);
+	/*
+	 * The restore at the server's start reads the old cluster's file if the
+	 * administrator copied one in after pg_upgrade, instead of the saved
+	 * file; a later restart of this worker does not.
+	 */
+	import = wc_register_worker(wc_autowarm, (WarmMode) wc_restore_mode) &&
+		access(WC_IMPORT_FILE, F_OK) == 0;
 
 	/* Scratch files of a fetch or publication a crash interrupted */
 	(void) unlink(WC_FOLLOWED_TMP_FILE);
@@ -328,7 +336,8 @@ pg_warmcache_main(Datum arg)
 
 			if (wc_begin_requested_restore(&mode))
 			{
-				wc_lead_restore(mode, WC_SOURCE_SAVED);
+				wc_lead_restore(mode, import ? WC_SOURCE_IMPORT : WC_SOURCE_SAVED);
+				import = false;
 				last_dump = GetCurrentTimestamp();
 				MemoryContextReset(cxt);
 				continue;

@@ -304,8 +304,8 @@ check_compact_runs(FILE *fp, off_t size, const WarmFileHeader *hdr,
  * dumps of busy servers, and costs at most one repeat per rank, each a
  * cache hit, within the header's bound.
  */
-DumpFileStatus
-wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
+static DumpFileStatus
+check_file(const char *path, bool import, WarmFileHeader *hdr, char **problem)
 {
 	FILE	   *fp;
 	struct stat st;
@@ -342,7 +342,12 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 	if (hdr->version < 1 || hdr->version > WC_DUMP_VERSION)
 		BAD("unsupported format version %u, expected 1 to %u",
 			hdr->version, WC_DUMP_VERSION);
-	if (hdr->pg_major != PG_VERSION_NUM / 10000)
+	if (import &&
+		(hdr->pg_major < WC_IMPORT_MIN_MAJOR ||
+		 hdr->pg_major > PG_VERSION_NUM / 10000))
+		BAD("written by PostgreSQL major version %u, an import must come from %u to %u",
+			hdr->pg_major, WC_IMPORT_MIN_MAJOR, PG_VERSION_NUM / 10000);
+	if (!import && hdr->pg_major != PG_VERSION_NUM / 10000)
 		BAD("written by PostgreSQL major version %u, this server is %u",
 			hdr->pg_major, PG_VERSION_NUM / 10000);
 	if (hdr->blcksz != BLCKSZ)
@@ -350,7 +355,7 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 			hdr->blcksz, BLCKSZ);
 	if (hdr->flags != 0)
 		BAD("the header's flags are %08X, no version writes any", hdr->flags);
-	if (hdr->sysid != GetSystemIdentifier())
+	if (!import && hdr->sysid != GetSystemIdentifier())
 		BAD("written by another database system (system identifier %llu, this one is %llu)",
 			(unsigned long long) hdr->sysid,
 			(unsigned long long) GetSystemIdentifier());
@@ -373,29 +378,73 @@ wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
 	return WC_FILE_OK;
 }
 
+DumpFileStatus
+wc_check_file(const char *path, WarmFileHeader *hdr, char **problem)
+{
+	return check_file(path, false, hdr, problem);
+}
+
+/*
+ * Check a file copied from the cluster that pg_upgrade upgraded into this
+ * one: every check of wc_check_file() but two.  Its system identifier is
+ * the old cluster's, so it is not compared; its major may be older, from
+ * the first whose pg_upgrade keeps relfilenodes and database OIDs.  What
+ * it names is then matched against this cluster's relations by the
+ * restore (restore_worker.c), which is what binds it to this cluster.
+ */
+DumpFileStatus
+wc_check_import(const char *path, WarmFileHeader *hdr, char **problem)
+{
+	return check_file(path, true, hdr, problem);
+}
+
 /*
  * Keep an unusable dump file aside for a human to look at, and say so once.
  */
-void
-wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
+static bool
+set_aside(const char *path, char *bad)
 {
-	char		bad[MAXPGPATH];
-	bool		renamed;
-
-	snprintf(bad, sizeof(bad), "%s.corrupt", path);
+	snprintf(bad, MAXPGPATH, "%s.corrupt", path);
 
 	/*
 	 * durable_rename() first opens the file to fsync it, which fails on a
 	 * file that cannot be opened, the very case of an unreadable one: then
 	 * a plain rename, which needs only the directory.
 	 */
-	renamed = durable_rename(path, bad, LOG) == 0 || rename(path, bad) == 0;
+	return durable_rename(path, bad, LOG) == 0 || rename(path, bad) == 0;
+}
+
+void
+wc_set_aside_bad_file(const char *path, const char *problem, int elevel)
+{
+	char		bad[MAXPGPATH];
+	bool		renamed;
+
+	renamed = set_aside(path, bad);
 	ereport(elevel,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("dump file \"%s\" is not usable: %s",
 					path, problem),
 			 renamed ?
 			 errdetail("It has been renamed to \"%s\"; the next dump writes a new file.",
+					   bad) :
+			 errdetail("It could not be renamed to \"%s\": %m.", bad)));
+}
+
+/* The same for an import, which no dump replaces: nothing is imported. */
+void
+wc_set_aside_bad_import(const char *path, const char *problem)
+{
+	char		bad[MAXPGPATH];
+	bool		renamed;
+
+	renamed = set_aside(path, bad);
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("file to import \"%s\" is not usable: %s",
+					path, problem),
+			 renamed ?
+			 errdetail("It has been renamed to \"%s\"; nothing is imported.",
 					   bad) :
 			 errdetail("It could not be renamed to \"%s\": %m.", bad)));
 }

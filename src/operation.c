@@ -280,9 +280,9 @@ wc_owns_operation(void)
  * At its first start since the server's (the start-up restore is decided
  * once), with restore_first, it asks itself for a restore of the saved
  * file in mode, in the same update, so that readiness never sees the
- * start decided and no restore asked for.
+ * start decided and no restore asked for.  Returns whether it did.
  */
-void
+bool
 wc_register_worker(bool restore_first, WarmMode mode)
 {
 	bool		first;
@@ -298,6 +298,7 @@ wc_register_worker(bool restore_first, WarmMode mode)
 		op->request_mode = mode;
 	}
 	LWLockRelease(op->lock);
+	return first && restore_first;
 }
 
 /* The autowarm worker exits: nothing can reach it any more. */

@@ -11,8 +11,8 @@
  *
  * 1. loading the followed set at promotion, or about to (promoted, with a
  *    followed file the autowarm worker has not loaded yet);
- * 2. restoring the saved file, or about to (asked for, or at start before
- *    the worker took it on), if there is one;
+ * 2. restoring the saved file or an import, or about to (asked for, or at
+ *    start before the worker took it on), if there is one;
  * 3. on a standby with pg_warmcache.follow_primary on: the followed set;
  * 4. the last restore of the saved file or load at promotion, as it ended;
  * 5. nothing: 1.
@@ -116,16 +116,18 @@ wc_readiness(void)
 		return r;
 	}
 
-	/* 2. The saved file, being restored or about to be. */
-	if (restoring && source == WC_SOURCE_SAVED && counting)
+	/* 2. The saved file or an import, being restored or about to be. */
+	if (restoring && counting &&
+		(source == WC_SOURCE_SAVED || source == WC_SOURCE_IMPORT))
 	{
 		r.fraction = wc_restore_fraction(total);
 		r.settled = false;
 		return r;
 	}
-	if (((restoring && source == WC_SOURCE_SAVED) || op.restore_requested ||
-		 (!op.startup_done && wc_autowarm)) &&
-		access(WC_DUMP_FILE, F_OK) == 0)
+	if (((restoring &&
+		  (source == WC_SOURCE_SAVED || source == WC_SOURCE_IMPORT)) ||
+		 op.restore_requested || (!op.startup_done && wc_autowarm)) &&
+		(access(WC_DUMP_FILE, F_OK) == 0 || access(WC_IMPORT_FILE, F_OK) == 0))
 	{
 		r.fraction = 0.0;
 		r.settled = false;

@@ -57,6 +57,8 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -204,7 +206,8 @@ typedef enum DbVerdict
 {
 	DB_RESTORE,
 	DB_GONE,
-	DB_EXCLUDED
+	DB_EXCLUDED,
+	DB_CATALOG					/* the shared catalogs, in an import */
 } DbVerdict;
 
 static void leader_check_stop(RestoreLeader *leader);
@@ -401,6 +404,8 @@ close_share(RestoreLeader *leader, DbShare *share, DbVerdict verdict)
 		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_GONE], rest);
 	else if (verdict == DB_EXCLUDED)
 		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_EXCLUDED], rest);
+	else if (verdict == DB_CATALOG)
+		pg_atomic_fetch_add_u64(&wc_restore->skipped[WC_SKIP_CATALOG], rest);
 	else
 	{
 		note_incomplete(leader, "a restore worker did not finish");
@@ -629,7 +634,8 @@ reap_workers(RestoreLeader *leader)
  * Where the worker of a share is to connect: its database, once it was
  * looked up and no command wants it, or for the shared catalogs any
  * database that allows connections.  InvalidOid: not now, or, with the
- * share given up, never.
+ * share given up, never.  An import's shared catalogs are another
+ * cluster's: never.
  */
 static Oid
 database_to_connect(RestoreLeader *leader, DbShare *share)
@@ -638,6 +644,11 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 	bool		exists;
 	Oid			db;
 
+	if (!OidIsValid(share->db) && leader->source == WC_SOURCE_IMPORT)
+	{
+		give_up_share(leader, share, DB_CATALOG);
+		return InvalidOid;
+	}
 	if (!OidIsValid(share->db))
 	{
 		db = wc_connectable_database(NULL, &exists, NULL);
@@ -658,8 +669,8 @@ database_to_connect(RestoreLeader *leader, DbShare *share)
 
 /*
  * The primary messages that name what a restore reads: one message each for
- * the saved set, the followed set and the load at promotion, so that none
- * splices a word in.  Each is called inside ereport(), as errmsg() is.
+ * the saved set, the followed set, the load at promotion and the import,
+ * so that none splices a word in.  Each is called inside ereport(), as errmsg() is.
  */
 static int
 errmsg_gives_up(RestoreSource source, Oid db)
@@ -672,6 +683,8 @@ errmsg_gives_up(RestoreSource source, Oid db)
 		case WC_SOURCE_PROMOTION:
 			return errmsg("the load of the primary's hot set at promotion gives up database %u",
 						  db);
+		case WC_SOURCE_IMPORT:
+			return errmsg("the import gives up database %u", db);
 		case WC_SOURCE_SAVED:
 			break;
 	}
@@ -689,6 +702,8 @@ errmsg_error(RestoreSource source, const char *message)
 		case WC_SOURCE_PROMOTION:
 			return errmsg("the load of the primary's hot set at promotion stopped on an error: %s",
 						  message);
+		case WC_SOURCE_IMPORT:
+			return errmsg("the import stopped on an error: %s", message);
 		case WC_SOURCE_SAVED:
 			break;
 	}
@@ -735,6 +750,18 @@ errmsg_end(RestoreSource source, bool stopped, bool incomplete,
 									 n, d, t, o, s, elapsed, rate);
 			return errmsg_plural("load of the primary's hot set at promotion finished: restored %llu of %llu block (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
 								 "load of the primary's hot set at promotion finished: restored %llu of %llu blocks (%llu into the OS cache only), skipped %llu, in %.2f s, %.1f MB/s",
+								 n, d, t, o, s, elapsed, rate);
+		case WC_SOURCE_IMPORT:
+			if (stopped)
+				return errmsg_plural("import stopped: restored %llu of %llu block (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
+									 "import stopped: restored %llu of %llu blocks (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			if (incomplete)
+				return errmsg_plural("import incomplete: restored %llu of %llu block (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
+									 "import incomplete: restored %llu of %llu blocks (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
+									 n, d, t, o, s, elapsed, rate);
+			return errmsg_plural("import finished: restored %llu of %llu block (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
+								 "import finished: restored %llu of %llu blocks (%llu into the OS cache only), left out %llu, in %.2f s, %.1f MB/s",
 								 n, d, t, o, s, elapsed, rate);
 		case WC_SOURCE_SAVED:
 			break;
@@ -1036,7 +1063,8 @@ publish_os_tier(RestoreLeader *leader)
 {
 	wc_status_lock(LW_EXCLUSIVE);
 	wc_restore->os_tier_total = (int64) leader->os_tier_blocks;
-	if (leader->source != WC_SOURCE_SAVED)
+	if (leader->source == WC_SOURCE_FOLLOWED ||
+		leader->source == WC_SOURCE_PROMOTION)
 		wc_restore->followed_os_tier = (int64) leader->os_tier_blocks;
 	wc_status_unlock();
 }
@@ -1081,7 +1109,7 @@ report_end(RestoreLeader *leader)
 		note_incomplete(leader, "blocks skipped: errors while reading them");
 	incomplete = leader->stopped ||
 		done + skip[WC_SKIP_GONE] + skip[WC_SKIP_EXCLUDED] +
-		skip[WC_SKIP_LIMIT] < hdr->nblocks;
+		skip[WC_SKIP_LIMIT] + skip[WC_SKIP_CATALOG] < hdr->nblocks;
 	if (incomplete)
 		note_incomplete(leader, "a restore worker did not finish");
 
@@ -1130,7 +1158,7 @@ report_end(RestoreLeader *leader)
 								 wc_restore->mode);
 		}
 	}
-	else
+	else if (source != WC_SOURCE_IMPORT)
 	{
 		uint64		os_tier = pg_atomic_read_u64(&wc_restore->os_tier_done);
 		uint64		missed = pg_atomic_read_u64(&wc_restore->buffer_tier_os);
@@ -1147,8 +1175,26 @@ report_end(RestoreLeader *leader)
 	wc_set_abort_requested(false);
 	wc_status_unlock();
 
-	/* A pass over the followed set comes with each of the primary's dumps. */
-	ereport(source == WC_SOURCE_FOLLOWED && !incomplete ? DEBUG1 : LOG,
+	/* What an import left out, and why, is its point: said apart. */
+	if (source == WC_SOURCE_IMPORT)
+		ereport(LOG,
+				(errmsg_end(source, leader->stopped, incomplete,
+							done, hdr->nblocks, os, skipped, elapsed),
+				 errdetail("Left out: %llu of catalogs, %llu of relations this cluster does not have with that file number or past their end, %llu in databases that do not allow connections, %llu past the restore limit; skipped: %llu locked, %llu unreadable. The restore workers used %.2f s of CPU.",
+						   (unsigned long long) skip[WC_SKIP_CATALOG],
+						   (unsigned long long) skip[WC_SKIP_GONE],
+						   (unsigned long long) skip[WC_SKIP_EXCLUDED],
+						   (unsigned long long) skip[WC_SKIP_LIMIT],
+						   (unsigned long long) skip[WC_SKIP_LOCKED],
+						   (unsigned long long) skip[WC_SKIP_FAILED],
+						   pg_atomic_read_u64(&wc_restore->cpu_us) / 1000000.0)));
+	else
+
+		/*
+		 * A pass over the followed set comes with each of the primary's
+		 * dumps.
+		 */
+		ereport(source == WC_SOURCE_FOLLOWED && !incomplete ? DEBUG1 : LOG,
 			(errmsg_end(source, leader->stopped, incomplete,
 						done, hdr->nblocks, os, skipped, elapsed),
 			 incomplete ?
@@ -1175,7 +1221,17 @@ report_end(RestoreLeader *leader)
 const char *
 wc_source_file(RestoreSource source)
 {
-	return source == WC_SOURCE_SAVED ? WC_DUMP_FILE : WC_FOLLOWED_FILE;
+	switch (source)
+	{
+		case WC_SOURCE_SAVED:
+			return WC_DUMP_FILE;
+		case WC_SOURCE_IMPORT:
+			return WC_IMPORT_FILE;
+		case WC_SOURCE_FOLLOWED:
+		case WC_SOURCE_PROMOTION:
+			break;
+	}
+	return WC_FOLLOWED_FILE;
 }
 
 /* What a restore is, in words, for status and log lines. */
@@ -1190,6 +1246,8 @@ wc_source_name(RestoreSource source)
 			return "follow";
 		case WC_SOURCE_PROMOTION:
 			return "promotion";
+		case WC_SOURCE_IMPORT:
+			return "import";
 	}
 	return "restore";
 }
@@ -1402,7 +1460,10 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 
 	PG_TRY();
 	{
-		status = wc_check_file(wc_source_file(source), &leader->hdr, &problem);
+		if (source == WC_SOURCE_IMPORT)
+			status = wc_check_import(WC_IMPORT_FILE, &leader->hdr, &problem);
+		else
+			status = wc_check_file(wc_source_file(source), &leader->hdr, &problem);
 		if (status == WC_FILE_OK)
 		{
 			leader->started = GetCurrentTimestamp();
@@ -1425,6 +1486,8 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 									  (unsigned long long) leader->os_tier_blocks) : 0));
 			lead_workers(leader);
 		}
+		else if (status == WC_FILE_BAD && source == WC_SOURCE_IMPORT)
+			wc_set_aside_bad_import(WC_IMPORT_FILE, problem);
 		else if (status == WC_FILE_BAD)
 			wc_set_aside_bad_file(wc_source_file(source), problem, WARNING);
 	}
@@ -1456,4 +1519,15 @@ wc_lead_restore(WarmMode mode, RestoreSource source)
 	end_restore(leader, true);
 	if (leader->shares)
 		pfree(leader->shares);
+
+	/*
+	 * An import is used once, however its restore ended: the next start
+	 * restores this cluster's own saved file.  (An exit that cuts the
+	 * leader short leaves it, for the next start to import.)
+	 */
+	if (source == WC_SOURCE_IMPORT && access(WC_IMPORT_FILE, F_OK) == 0 &&
+		durable_unlink(WC_IMPORT_FILE, LOG) == 0)
+		ereport(LOG,
+				(errmsg("removed the imported file \"%s\"", WC_IMPORT_FILE),
+				 errdetail("An import is restored once.")));
 }

@@ -101,7 +101,8 @@ wc_restore_status(RestoreStatus *status)
 /*
  * The fraction of the current or last restore: blocks restored or found
  * cached over those of its file that can be restored (readiness.c), which
- * leaves out those past the restore limit that the limit skips.  total
+ * leaves out those past the restore limit that the limit skips, and an
+ * import's catalogs.  total
  * is its blocks_total; the counters are read as they are.
  */
 double
@@ -113,7 +114,8 @@ wc_restore_fraction(int64 total)
 	can = total -
 		(int64) pg_atomic_read_u64(&wc_restore->skipped[WC_SKIP_GONE]) -
 		(int64) pg_atomic_read_u64(&wc_restore->skipped[WC_SKIP_EXCLUDED]) -
-		(int64) pg_atomic_read_u64(&wc_restore->skipped[WC_SKIP_LIMIT]);
+		(int64) pg_atomic_read_u64(&wc_restore->skipped[WC_SKIP_LIMIT]) -
+		(int64) pg_atomic_read_u64(&wc_restore->skipped[WC_SKIP_CATALOG]);
 	if (can <= 0)
 		return 1.0;
 	return Min((double) done / (double) can, 1.0);

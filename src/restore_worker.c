@@ -383,11 +383,25 @@ restore_batch_in_xact(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 
 	/*
 	 * A database moved by ALTER DATABASE SET TABLESPACE since the dump: the
-	 * relations of its old default tablespace are in the new one.
+	 * relations of its old default tablespace are in the new one.  Not in
+	 * an import, whose tablespaces pg_upgrade kept.
 	 */
 	if (!OidIsValid(relid) && batch->key.spc != GLOBALTABLESPACE_OID &&
-		batch->key.spc != MyDatabaseTableSpace)
+		batch->key.spc != MyDatabaseTableSpace &&
+		wc_restore->source != WC_SOURCE_IMPORT)
 		relid = RelidByRelfilenumber(MyDatabaseTableSpace, batch->key.relnumber);
+
+	/*
+	 * An import's catalogs were the old cluster's: pg_upgrade made new ones,
+	 * and a file number of this cluster's catalogs names other contents.
+	 * Left out, never read.
+	 */
+	if (OidIsValid(relid) && relid < FirstNormalObjectId &&
+		wc_restore->source == WC_SOURCE_IMPORT)
+	{
+		count_skipped(w, batch->counting, WC_SKIP_CATALOG, batch->blocks);
+		return BATCH_HANDLED;
+	}
 	if (OidIsValid(relid))
 	{
 		/* Never queue for the lock: whoever holds or wants it goes first. */

@@ -404,6 +404,8 @@ warmcache_status(PG_FUNCTION_ARGS)
 	os = s.restore.blocks_os;
 	for (r = 0; r < WC_SKIP_REASONS; r++)
 		skipped += skip[r] = s.restore.skipped[r];
+	/* An import's catalogs are excluded: no column of their own. */
+	skip[WC_SKIP_EXCLUDED] += skip[WC_SKIP_CATALOG];
 	started = (s.restore.started_at != 0);
 
 	/*
