@@ -25,7 +25,8 @@ REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_c
 	--load-extension=pg_buffercache
 TAP_TESTS = 1
 
-EXTRA_CLEAN = tmp_check log results regression.diffs regression.out
+EXTRA_CLEAN = tmp_check log results regression.diffs regression.out \
+	$(IMAGE_DIR) $(IMAGE_DIR).bundle
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -60,3 +61,58 @@ dist:
 .PHONY: deb
 deb:
 	cd $(srcdir) && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b $(DEB_FLAGS)
+
+# `make image`: an OCI image of the extension alone, as CloudNativePG
+# (1.27 on) mounts one as an image volume: lib/pg_warmcache.so and
+# share/extension/ (the control file and the SQL scripts), nothing else,
+# for the major of PG_CONFIG.  PostgreSQL finds such files only from 18 on,
+# through extension_control_path.  Debian's umoci builds it without a
+# daemon or root (--rootless: the files are root's in the image), into the
+# OCI layout directory IMAGE_DIR, by unpacking an empty image and packing
+# it again with the files (umoci 0.4.7's insert writes truncated layers).
+# The tag is CloudNativePG's convention,
+# <extversion>-<timestamp>-<major>-<distro>, beside the rolling
+# <extversion>-<major>-<distro>; the distribution is this machine's, which
+# must be the one of the PostgreSQL image that loads the library.  See
+# docs/kubernetes.md.
+IMAGE_DIR = image
+IMAGE_DISTRO = $(shell . /etc/os-release && echo $$VERSION_CODENAME)
+IMAGE_TIMESTAMP = $(shell date -u +%Y%m%d%H%M)
+
+# Refused before anything is built.
+ifneq ($(filter image,$(MAKECMDGOALS)),)
+ifneq ($(shell test "$(MAJORVERSION)" -ge 18 && echo yes),yes)
+$(error make image: PostgreSQL $(MAJORVERSION) cannot load an extension from an image volume: extension_control_path is new in 18; set PG_CONFIG to the pg_config of 18 or later)
+endif
+ifeq ($(shell command -v umoci),)
+$(error make image: umoci is not installed (Debian: apt-get install umoci))
+endif
+endif
+
+.PHONY: image
+image: all
+	@set -e; \
+	tag=$(EXTVERSION)-$(IMAGE_TIMESTAMP)-$(MAJORVERSION)-$(IMAGE_DISTRO); \
+	root=$(IMAGE_DIR).bundle/rootfs; \
+	rm -rf $(IMAGE_DIR) $(IMAGE_DIR).bundle; \
+	umoci init --layout $(IMAGE_DIR); \
+	umoci new --image $(IMAGE_DIR):$$tag; \
+	umoci unpack --rootless --image $(IMAGE_DIR):$$tag $(IMAGE_DIR).bundle; \
+	chmod 755 $$root; \
+	install -d -m 755 $$root/lib $$root/share $$root/share/extension; \
+	install -m 755 $(MODULE_big)$(DLSUFFIX) $$root/lib/; \
+	install -m 644 $(srcdir)/$(EXTENSION).control $(addprefix $(srcdir)/,$(DATA)) \
+		$$root/share/extension/; \
+	umoci repack --history.created_by "make image" --image $(IMAGE_DIR):$$tag $(IMAGE_DIR).bundle; \
+	umoci config --no-history --image $(IMAGE_DIR):$$tag \
+		--config.label io.cloudnativepg.image.base.pgmajor=$(MAJORVERSION) \
+		--config.label io.cloudnativepg.image.base.os=$(IMAGE_DISTRO) \
+		--config.label io.cloudnativepg.image.sql.version=$(EXTVERSION) \
+		--config.label org.opencontainers.image.title=$(EXTENSION) \
+		--config.label org.opencontainers.image.version=$(EXTVERSION) \
+		--config.label org.opencontainers.image.licenses=PostgreSQL \
+		--manifest.annotation org.opencontainers.image.version=$(EXTVERSION); \
+	umoci tag --image $(IMAGE_DIR):$$tag $(EXTVERSION)-$(MAJORVERSION)-$(IMAGE_DISTRO); \
+	umoci gc --layout $(IMAGE_DIR); \
+	rm -rf $(IMAGE_DIR).bundle; \
+	echo "$(EXTENSION):$$tag"
