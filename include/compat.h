@@ -38,6 +38,12 @@
 #include "varatt.h"
 #endif
 
+/*---- The alignment of a buffer for direct I/O: named from 16 ----*/
+
+#ifndef PG_IO_ALIGN_SIZE
+#define PG_IO_ALIGN_SIZE	4096
+#endif
+
 /*---- Relation file identifiers: RelFileNode became RelFileLocator in 16 ----*/
 
 #include "utils/relmapper.h"

@@ -16,12 +16,16 @@
  * 90% of the pages are cached after 0.9 P misses, so the time is 0.9 P
  * times a random read's, one query reading at a time.
  *
- * The probe times both on the saved set's own blocks that the OS cache
- * does not hold: up to WC_PROBE_READ_BYTES in the restore's chunks (and
- * half of what it finds uncached), in file order, with the restore's
- * look-ahead; then up to
+ * The probe times both on the saved set's own blocks: up to
+ * WC_PROBE_READ_BYTES in the restore's chunks, in file order; then up to
  * WC_PROBE_RANDOM_READS reads of one block each, at blocks drawn at random
- * from the set, the size and call of a backend's miss.  Each part reads
+ * from the set, the size and call of a backend's miss.  It reads past the
+ * OS cache (PG_O_DIRECT), so that it times the device whatever the cache
+ * holds (before a planned restart it holds everything) and leaves the
+ * cache as it was.  Where the file system refuses that, it reads through
+ * the cache the blocks the cache does not hold, and the sequential reads
+ * take the restore's look-ahead and half of those blocks, leaving the rest
+ * to the random reads.  Each part reads
  * for up to WC_PROBE_PART_MS and counts only what it read after its first
  * WC_PROBE_SETTLE_MS: a volume capped per time slice (a cloud volume, a
  * cgroup's throttle) lets a slice's worth through at once, so a shorter
@@ -117,6 +121,7 @@ typedef struct EstimateShared
 	int64		probe_read_bytes;
 	double		probe_random_ms;	/* random reads: mean time, or -1 */
 	int			probe_random_reads;
+	bool		probe_direct;	/* it read past the OS cache */
 } EstimateShared;
 
 static EstimateShared *estimate_shared = NULL;
@@ -143,7 +148,8 @@ typedef struct ProbePiece
 /* What the probe reads into and asks residency with. */
 typedef struct ProbeScratch
 {
-	char	   *buf;			/* a piece */
+	bool		direct;			/* read past the OS cache */
+	char	   *buf;			/* a piece, aligned for direct reads */
 	unsigned char *vec;			/* mincore()'s answer for a piece */
 	bool	   *resident;		/* per block of a piece */
 } ProbeScratch;
@@ -155,6 +161,7 @@ typedef struct ProbeResult
 	int64		read_bytes;
 	double		random_ms;
 	int			random_reads;
+	bool		direct;			/* read past the OS cache */
 } ProbeResult;
 
 static int
@@ -292,11 +299,12 @@ draw_probe_blocks(ProbePiece *pieces, int *npieces,
 }
 
 /*
- * Open the segment file that holds the piece's blocks; -1 if it is gone or
- * does not hold them all.  With check, also -1 unless the OS cache holds
- * none of them (mincore() on a mapping of the file, unmapped before the
- * return, so that no mapping outlives an error).  The caller closes the
- * file: the probe keeps no more than the look-ahead's files open.
+ * Open the segment file that holds the piece's blocks, for reads past the
+ * OS cache if the scratch says so; -1 if it is gone or does not hold them
+ * all.  With check, also -1 unless the OS cache holds none of them
+ * (mincore() on a mapping of the file, unmapped before the return, so that
+ * no mapping outlives an error).  The caller closes the file: the probe
+ * keeps no more than the look-ahead's files open.
  */
 static int
 open_piece(const ProbePiece *piece, bool check, ProbeScratch *scratch)
@@ -310,7 +318,8 @@ open_piece(const ProbePiece *piece, bool check, ProbeScratch *scratch)
 	int			fd;
 	bool		uncached = true;
 
-	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY |
+						   (scratch->direct ? PG_O_DIRECT : 0));
 	if (path != first)
 		pfree(path);
 	pfree(first);
@@ -361,8 +370,8 @@ ms_since(instr_time start)
 }
 
 /*
- * Read single uncached blocks drawn at random, in random order, one at a
- * time, and time each read; the mean counts the reads begun after the
+ * Read single blocks drawn at random (through the cache, only those it
+ * does not hold), in random order, one at a time, and time each read; the mean counts the reads begun after the
  * first WC_PROBE_SETTLE_MS (all of them, if fewer than 64 were).
  */
 static void
@@ -396,7 +405,7 @@ time_random_reads(ProbePiece *drawn, int ndrawn, ProbeScratch *scratch,
 		CHECK_FOR_INTERRUPTS();
 		if (ms_since(begun) > WC_PROBE_PART_MS)
 			break;
-		fd = open_piece(&drawn[i], true, scratch);
+		fd = open_piece(&drawn[i], !scratch->direct, scratch);
 		if (fd < 0)
 			continue;
 		past_settle = ms_since(begun) >= WC_PROBE_SETTLE_MS;
@@ -425,18 +434,21 @@ time_random_reads(ProbePiece *drawn, int ndrawn, ProbeScratch *scratch,
 }
 
 /*
- * Read uncached pieces in file order, with advice for the next ones ahead
- * (maintenance_io_concurrency of them, up to WC_PROBE_AHEAD, as the
- * restore's look-ahead), and time them together: from the first piece
+ * Read pieces in file order and time them together: from the first piece
  * read after WC_PROBE_SETTLE_MS to the last, or all of them if that is
- * less than WC_PROBE_SETTLE_MS more.  A piece's file is open from its
- * advice to its read: no more files than the look-ahead's.
+ * less than WC_PROBE_SETTLE_MS more.  Through the cache, only pieces it
+ * holds none of, with advice for the next ones ahead
+ * (maintenance_io_concurrency of them, up to WC_PROBE_AHEAD, as the
+ * restore's look-ahead); a piece's file is open from its advice to its
+ * read: no more files than the look-ahead's.  Past the cache, advice
+ * would fill the cache, so there is none.
  */
 static void
 time_sequential_reads(ProbePiece *pieces, int npieces, ProbeScratch *scratch,
 					  ProbeResult *result)
 {
-	int			ahead = Min(Max(maintenance_io_concurrency, 0), WC_PROBE_AHEAD);
+	int			ahead = scratch->direct ? 0 :
+		Min(Max(maintenance_io_concurrency, 0), WC_PROBE_AHEAD);
 	int			max_pieces = WC_PROBE_READ_BYTES / (WC_PROBE_PIECE * BLCKSZ);
 	int			fds[WC_PROBE_AHEAD + 1];
 	int			chosen = 0;
@@ -449,21 +461,27 @@ time_sequential_reads(ProbePiece *pieces, int npieces, ProbeScratch *scratch,
 	instr_time	start;
 
 	/*
-	 * The pieces the OS cache holds none of, up to the probe's bytes and
-	 * half of them: the random reads that follow need uncached blocks too.
+	 * Through the cache, the pieces it holds none of, up to the probe's
+	 * bytes and half of them: the random reads that follow need uncached
+	 * blocks too.
 	 */
-	for (i = 0; i < npieces; i++)
+	if (scratch->direct)
+		chosen = Min(npieces, max_pieces);
+	else
 	{
-		int			fd;
+		for (i = 0; i < npieces; i++)
+		{
+			int			fd;
 
-		CHECK_FOR_INTERRUPTS();
-		fd = open_piece(&pieces[i], true, scratch);
-		if (fd < 0)
-			continue;
-		CloseTransientFile(fd);
-		pieces[chosen++] = pieces[i];
+			CHECK_FOR_INTERRUPTS();
+			fd = open_piece(&pieces[i], true, scratch);
+			if (fd < 0)
+				continue;
+			CloseTransientFile(fd);
+			pieces[chosen++] = pieces[i];
+		}
+		chosen = Min(chosen / 2, max_pieces);
 	}
-	chosen = Min(chosen / 2, max_pieces);
 
 	INSTR_TIME_SET_CURRENT(start);
 	for (i = 0; i < chosen; i++)
@@ -477,7 +495,7 @@ time_sequential_reads(ProbePiece *pieces, int npieces, ProbeScratch *scratch,
 			fd = open_piece(&pieces[opened], false, scratch);
 			fds[opened % (WC_PROBE_AHEAD + 1)] = fd;
 #ifdef USE_PREFETCH
-			if (fd >= 0)
+			if (fd >= 0 && !scratch->direct)
 				(void) posix_fadvise(fd,
 									 (off_t) (pieces[opened].start % RELSEG_SIZE) * BLCKSZ,
 									 (off_t) pieces[opened].count * BLCKSZ,
@@ -517,7 +535,34 @@ time_sequential_reads(ProbePiece *pieces, int npieces, ProbeScratch *scratch,
 			bytes / (1024.0 * 1024.0) / (ms / 1000.0) : -1;
 }
 
-/* Time the device on the saved set's uncached blocks. */
+/*
+ * Whether the file system reads the piece's file past the OS cache: one
+ * block read with PG_O_DIRECT, untimed.  A file system that cannot (tmpfs)
+ * refuses the open or the read with EINVAL.
+ */
+static bool
+direct_reads_work(const ProbePiece *piece, ProbeScratch *scratch)
+{
+	int			fd;
+	bool		works;
+
+	if (PG_O_DIRECT == 0)
+		return false;
+	scratch->direct = true;
+	fd = open_piece(piece, false, scratch);
+	scratch->direct = false;
+	if (fd < 0)
+		return false;
+	works = pg_pread(fd, scratch->buf, BLCKSZ,
+					 (off_t) (piece->start % RELSEG_SIZE) * BLCKSZ) == BLCKSZ;
+	CloseTransientFile(fd);
+	return works;
+}
+
+/*
+ * Time the device on the saved set's blocks: past the OS cache where the
+ * file system allows it, else on the blocks the cache does not hold.
+ */
 static void
 probe_device(ProbeResult *result)
 {
@@ -531,7 +576,13 @@ probe_device(ProbeResult *result)
 	result->read_bytes = 0;
 	result->random_reads = 0;
 	draw_probe_blocks(pieces, &npieces, drawn, &ndrawn);
-	scratch.buf = palloc(WC_PROBE_PIECE * BLCKSZ);
+	/* Direct reads need a buffer aligned as the device's blocks are. */
+	scratch.buf = (char *) TYPEALIGN(PG_IO_ALIGN_SIZE,
+									 palloc(WC_PROBE_PIECE * BLCKSZ + PG_IO_ALIGN_SIZE));
+	scratch.direct = false;		/* until direct_reads_work() says */
+	scratch.direct = (npieces > 0 && direct_reads_work(&pieces[0], &scratch)) ||
+		(ndrawn > 0 && direct_reads_work(&drawn[0], &scratch));
+	result->direct = scratch.direct;
 	scratch.vec = palloc(WC_RESIDENCY_VEC(WC_PROBE_PIECE));
 	scratch.resident = palloc(sizeof(bool) * WC_PROBE_PIECE);
 	/* Sequential first: random reads would leave few pieces uncached. */
@@ -606,6 +657,7 @@ get_probe(ProbeResult *result, TimestampTz *at, const char **why)
 	result->read_bytes = estimate_shared->probe_read_bytes;
 	result->random_ms = estimate_shared->probe_random_ms;
 	result->random_reads = estimate_shared->probe_random_reads;
+	result->direct = estimate_shared->probe_direct;
 	fresh = *at != 0 &&
 		!TimestampDifferenceExceeds(*at, now, WC_PROBE_EVERY_S * 1000);
 	if (!fresh && !restoring)
@@ -653,6 +705,7 @@ get_probe(ProbeResult *result, TimestampTz *at, const char **why)
 	estimate_shared->probe_read_bytes = result->read_bytes;
 	estimate_shared->probe_random_ms = result->random_ms;
 	estimate_shared->probe_random_reads = result->random_reads;
+	estimate_shared->probe_direct = result->direct;
 	SpinLockRelease(&estimate_shared->mutex);
 	if (result->read_mb_s < 0 && result->random_ms < 0)
 		*why = "the OS cache holds the saved set's blocks, so there is nothing to time";
@@ -726,7 +779,11 @@ wc_estimate(WarmEstimate *est)
 	{
 		est->read_mb_per_s = probe.read_mb_s;
 		est->restore_basis =
-			psprintf("%s, the saved set's blocks once each, all read from the device as after a reboot, at %.1f MB/s, a probe begun at %s that read %s of the saved set's uncached blocks in 256 kB reads with the restore's look-ahead; no restore since the start has read enough from the device to time it",
+			probe.direct ?
+			psprintf("%s, the saved set's blocks once each, all read from the device as after a reboot, at %.1f MB/s, a probe begun at %s that read %s of the saved set's blocks in 256 kB reads past the OS cache, one at a time; no restore since the start has read enough from the device to time it",
+					 size_words(bytes), probe.read_mb_s,
+					 timestamptz_to_str(probe_at), size_words(probe.read_bytes)) :
+			psprintf("%s, the saved set's blocks once each, all read from the device as after a reboot, at %.1f MB/s, a probe begun at %s that read %s of the saved set's blocks that the OS cache did not hold, in 256 kB reads with the restore's look-ahead; no restore since the start has read enough from the device to time it",
 					 size_words(bytes), probe.read_mb_s,
 					 timestamptz_to_str(probe_at), size_words(probe.read_bytes));
 	}
@@ -741,10 +798,13 @@ wc_estimate(WarmEstimate *est)
 	{
 		est->random_read_ms = probe.random_ms;
 		est->natural_seconds = 0.9 * distinct * probe.random_ms / 1000.0;
-		est->natural_basis =
-			psprintf("0.9 x " INT64_FORMAT " pages (the saved set's, once each) x %.3f ms, the mean of %d reads of one uncached block of the saved set each, by a probe begun at %s; one query reading at a time: n queries reading at once take up to n times less, as far as the device serves them together",
-					 distinct, probe.random_ms,
-					 probe.random_reads, timestamptz_to_str(probe_at));
+		est->natural_basis = probe.direct ?
+			psprintf("0.9 x " INT64_FORMAT " pages (the saved set's, once each) x %.3f ms, the mean of %d reads of one block of the saved set each, past the OS cache, by a probe begun at %s; one query reading at a time: n queries reading at once take up to n times less, as far as the device serves them together",
+					 distinct, probe.random_ms, probe.random_reads,
+					 timestamptz_to_str(probe_at)) :
+			psprintf("0.9 x " INT64_FORMAT " pages (the saved set's, once each) x %.3f ms, the mean of %d reads of one block of the saved set each that the OS cache did not hold, by a probe begun at %s; one query reading at a time: n queries reading at once take up to n times less, as far as the device serves them together",
+					 distinct, probe.random_ms, probe.random_reads,
+					 timestamptz_to_str(probe_at));
 	}
 	else
 		est->natural_basis = why ? psprintf("no random read time: %s", why) :

@@ -6,7 +6,9 @@
 # take.  The oracles share no code with them: pg_buffercache (what shared
 # buffers held at the dump, at which usage count, and hold now), util-linux
 # fincore (what the page cache holds), pg_relation_size(), and
-# warmcache_status() for the rate of a restore.  The estimate's figures are
+# warmcache_status() for the rate of a restore, and the kernel's count of
+# the bytes a backend read from storage (/proc/self/io, read by the backend
+# itself before and after the call).  The estimate's figures are
 # judged against measured warm-ups by the benchmarks, not here; here, what
 # they are made of, and that asking makes the server read no more than the
 # probe's bound.
@@ -141,25 +143,39 @@ SELECT saved_buffer_tier + saved_os_tier, in_shared_buffers
 	'a table made after the dump: nothing saved, in shared buffers as pg_buffercache says'
 );
 
+# What the backend of one session read from storage while it ran $sql
+# (/proc/self/io before and after, in the same session), and the rows
+# $sql returned.
+sub device_reads
+{
+	my ($node, $sql) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT pg_read_file('/proc/self/io'); $sql; SELECT pg_read_file('/proc/self/io')");
+	my @read = $out =~ /^read_bytes: (\d+)$/mg;
+	my ($rows) = $out =~ /^cancelled_write_bytes: \d+\n+(.*?)\n+rchar:/ms;
+	die "no I/O counts in: $out" unless @read == 2 && defined $rows;
+	return ($read[1] - $read[0], $rows);
+}
+
 # The estimate.  Everything the saved set holds is in the page cache but
-# cold: the probe times cold's blocks, and reads no block outside the
-# saved set, such as fresh's, made after the dump.
+# cold: the probe times cold's blocks from the device, past the page
+# cache, which it leaves as it was, and reads no block outside the saved
+# set, such as fresh's, made after the dump.
 my $fresh_file = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('fresh')");
 $node->safe_psql('postgres', 'CHECKPOINT');
 evict_files($fresh_file);
 my $before = resident_blocks($file{cold}) + resident_blocks($file{hot});
-my ($bytes, $share, $restore_s, $restore_basis, $natural_s, $natural_basis,
-	$rate, $random_ms, $check_restore, $check_natural)
-  = split /\|/,
-  $node->safe_psql(
-	'postgres', q{
+my ($device, $row) = device_reads(
+	$node, q{
 SELECT distinct_bytes, shared_buffers_share,
        restore_seconds, restore_basis, natural_seconds, natural_basis,
        read_mb_per_s, random_read_ms,
        abs(restore_seconds - distinct_bytes / 1048576.0 / read_mb_per_s) < 1e-6,
        abs(natural_seconds - 0.9 * distinct_bytes / 8192 * random_read_ms / 1000) < 1e-6
   FROM warmcache_estimate()});
+my ($bytes, $share, $restore_s, $restore_basis, $natural_s, $natural_basis,
+	$rate, $random_ms, $check_restore, $check_natural) = split /\|/, $row;
 my $read = resident_blocks($file{cold}) + resident_blocks($file{hot}) - $before;
 note "estimate: restore $restore_s s ($restore_basis); natural $natural_s s ($natural_basis)";
 cmp_ok(abs($bytes / 8192 - $buffers_at_dump), '<=', 0.01 * $buffers_at_dump,
@@ -170,16 +186,20 @@ like($natural_basis, qr/^0\.9 x \d+ pages \(the saved set's, once each\) x [0-9.
 	'the natural warm-up names its inputs');
 is($check_restore, 't', 'restore_seconds is the distinct bytes over the rate');
 is($check_natural, 't', 'natural_seconds is 0.9 distinct pages x random read time');
-cmp_ok($read, '>', 0, "the probe read $read blocks of cold");
+like($restore_basis, qr/past the OS cache/, 'the probe read past the page cache');
+cmp_ok($device, '>', 0, "the probe read $device bytes from the device (/proc/self/io)");
+cmp_ok($device, '<=', 128 * 1048576 + 2 * 2048 * 8192,
+	'no more than its bounds: 128 MB in pieces and 2048 single blocks');
+is($read, 0, 'the probe left the page cache as it was (fincore)');
 is(resident_blocks($fresh_file), 0, 'the probe read nothing outside the saved set (fincore)');
 
 # Asked again at once, out of the page cache again: the kept result, no read.
 evict_files($file{cold});
-is( $node->safe_psql(
-		'postgres', 'SELECT read_mb_per_s, random_read_ms FROM warmcache_estimate()'),
-	"$rate|$random_ms",
-	'asked again: the kept probe');
-cmp_ok(resident_blocks($file{cold}), '<=', 64, 'asked again: nothing read');
+($device, $row) = device_reads($node,
+	'SELECT read_mb_per_s, random_read_ms FROM warmcache_estimate()');
+is($row, "$rate|$random_ms", 'asked again: the kept probe');
+cmp_ok(resident_blocks($file{cold}), '<=', 64, 'asked again: nothing read into the page cache');
+cmp_ok($device, '<', 1048576, "asked again: nothing read from the device ($device bytes)");
 
 # A limit: the share of shared_buffers is the limit's.
 $node->append_conf('postgresql.conf', "pg_warmcache.restore_limit = '10%'");
@@ -268,6 +288,34 @@ for my $f (qw(warmcache_relations warmcache_estimate))
 		extra_params => [ '-U', 'watcher' ]);
 	is($ret, 0, "$f(): allowed to pg_monitor");
 }
+
+# Before a planned restart the page cache holds the whole saved set (here
+# every file of the cluster's relations): the probe still times the
+# device (a new server's first call probes anew), and the page cache stays
+# as it was.
+restart_cold($node);
+for my $f (grep { -f } glob($node->data_dir . '/base/*/*'),
+	glob($node->data_dir . '/global/*'))
+{
+	open my $fh, '<', $f or die "could not open $f: $!";
+	binmode $fh;
+	1 while read($fh, my $chunk, 1048576);
+	close $fh;
+}
+my %whole = map { $_ => -s $file{$_} } qw(cold hot);
+my $resident = resident_blocks($file{cold}) + resident_blocks($file{hot});
+is($resident * 8192, $whole{cold} + $whole{hot},
+	'a warm server: the page cache holds hot and cold whole (fincore)');
+($device, $row) = device_reads($node,
+	'SELECT natural_seconds > 0, random_read_ms > 0, natural_basis FROM warmcache_estimate()');
+my ($natural_known, $random_known, $warm_basis) = split /\|/, $row;
+note "a warm server: natural $warm_basis";
+is("$natural_known|$random_known", 't|t',
+	'a warm server: the natural warm-up and the random read time are known');
+like($warm_basis, qr/past the OS cache/, 'a warm server: timed past the page cache');
+cmp_ok($device, '>', 0, "a warm server: the probe read $device bytes from the device (/proc/self/io)");
+is(resident_blocks($file{cold}) + resident_blocks($file{hot}), $resident,
+	'a warm server: the page cache holds what it held (fincore)');
 
 $node->stop;
 done_testing();
