@@ -483,7 +483,8 @@ capped_up() {
 # cap_text: the capped disk's cap, as the result files give it.
 cap_text() { echo "${CAP_IOPS:-3000} IOPS, ${CAP_BPS:-131072000} B/s, read_ahead_kb $CAPPED_RA"; }
 
-# use_cluster DISK SCALE [NAME]: sets DISK, SCALE, CLDIR, PGDATA, SOCK, CAPPED (the capped-disk.sh
+# use_cluster DISK SCALE [NAME]: sets DISK, SCALE, CLDIR (NAME: a cluster
+# of the script's own), PGDATA, SOCK, CAPPED (the capped-disk.sh
 # to start servers under, or empty) and CAPPED_RA (the capped disk's
 # read_ahead_kb), takes the cluster's lock.
 use_cluster() {
@@ -500,7 +501,7 @@ use_cluster() {
 		CAPPED=$BENCH_DIR/capped-disk.sh
 		capped_up
 		[ -z "$PG_ROOT" ] || chroot_bind "$CAPPED_DIR"
-		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE
+		CLDIR=$CAPPED_DIR/pgwc-bench/pg$PG_MAJOR-s$SCALE${3:+-$3}
 		;;
 	*) die "unknown disk \"$DISK\" (local or capped)" ;;
 	esac
