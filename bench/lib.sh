@@ -477,7 +477,8 @@ note_so() {
 # at CAPPED_DIR, its cap set); sets CAPPED_RA, its read_ahead_kb.
 capped_up() {
 	bash "$BENCH_DIR/capped-disk.sh" up "$CAPPED_DIR" "$CAPPED_SIZE" >&2
-	CAPPED_RA=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")/queue/read_ahead_kb")
+	CAPPED_DEV=$(basename "$(findmnt -n -o SOURCE "$CAPPED_DIR")")
+	CAPPED_RA=$(cat "/sys/block/$CAPPED_DEV/queue/read_ahead_kb")
 }
 
 # cap_text: the capped disk's cap, as the result files give it.
@@ -634,7 +635,15 @@ release_huge_pages() {
 # run says how much of the page cache was taken away under it.
 CPU_SAMPLER=""
 CPU_SAMPLE_FILE=""
-cpu_sample() { printf '%s %s\n' "$(now)" "$(head -1 /proc/stat)"; }
+CAPPED_DEV=""
+cpu_sample() {
+	local t
+	t=$(now)
+	printf '%s %s\n' "$t" "$(head -1 /proc/stat)"
+	# The capped disk's reads so far: requests and 512-byte sectors.
+	[ -z "$CAPPED_DEV" ] ||
+		awk -v t="$t" -v d="$CAPPED_DEV" '$3 == d { print t, "disk", $4, $6 }' /proc/diskstats
+}
 
 # mem_sample: "<time> mem <paged out> <refaulted> <major faults>": the
 # bytes that the kernel's data access monitor's schemes paged out since
@@ -696,8 +705,36 @@ status_sampler_stop() {
 	wait "$STATUS_SAMPLER" 2>/dev/null || true
 }
 
+# activity_sampler_start FILE: five times a second, from one session of
+# its own, what each client and each other process of the server that is
+# not idle is doing: a line "<epoch>|<backend type>=<wait event or CPU>,..."
+# (a client's "ClientRead" is the client's own time between queries), until
+# activity_sampler_stop.  It shows where the queries wait while a restore
+# runs beside them.  pg_stat_activity is the server's public view of it.
+ACTIVITY_SAMPLER=""
+activity_sampler_start() {
+	psqlc -At -d "${DB:-bench}" >"$1" 2>/dev/null <<'EOF' &
+SELECT extract(epoch FROM clock_timestamp())::numeric(16, 2) || '|' ||
+       coalesce(string_agg(backend_type || '=' || coalesce(wait_event, 'CPU'), ','
+                           ORDER BY backend_type), '')
+  FROM pg_stat_activity
+ WHERE pid <> pg_backend_pid()
+   AND (backend_type = 'client backend' OR
+        (coalesce(wait_event_type, '') NOT IN ('Activity', 'Timeout') AND
+         coalesce(wait_event, '') <> 'IoWorkerMain'))
+\watch 0.2
+EOF
+	ACTIVITY_SAMPLER=$!
+}
+activity_sampler_stop() {
+	[ -n "$ACTIVITY_SAMPLER" ] || return 0
+	kill "$ACTIVITY_SAMPLER" 2>/dev/null || true
+	wait "$ACTIVITY_SAMPLER" 2>/dev/null || true
+	ACTIVITY_SAMPLER=""
+}
+
 # Stop the server when the script ends, whatever the reason.
-trap 'cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true; chroot_down_all' EXIT
+trap 'activity_sampler_stop 2>/dev/null || true; cpu_sampler_stop 2>/dev/null || true; pg_stop 2>/dev/null || true; release_huge_pages 2>/dev/null || true; chroot_down_all' EXIT
 trap 'exit 130' INT TERM
 
 write_conf() {

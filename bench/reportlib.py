@@ -193,3 +193,67 @@ def cpu_shares(path, t0=None, a=None, b=None):
     return {"user": 100 * (d["user"] + d["nice"]) / n, "system": 100 * d["system"] / n,
             "irq": 100 * (d["irq"] + d["softirq"]) / n, "iowait": 100 * d["iowait"] / n,
             "steal": 100 * d["steal"] / n, "idle": 100 * d["idle"] / n}
+
+
+# A wait event a process waits in for its own read of a block, or for one
+# issued for it (asynchronous I/O, 18 and later).
+READ_WAITS = {"DataFileRead", "DataFilePrefetch", "DataFileExtend", "AioIoCompletion",
+              "AioIoUringExecution", "AioIoUringSubmit", "BufferIo", "BufferIO"}
+
+
+def activity_shares(path, t0, a, b):
+    """What the clients did between t0 + a and t0 + b seconds, from a file of
+    pg_stat_activity samples (bench/lib.sh, activity_sampler_start): a dict
+    with the number of samples, the clients' shares (in % of client
+    samples) running (cpu), waiting for a read (read), for their client
+    (client), for anything else (other, with its most frequent events),
+    and the mean number of each other kind of process per sample, by what
+    it did.  None without samples."""
+    if not os.path.exists(path):
+        return None
+    n = 0
+    cl = {"cpu": 0, "read": 0, "client": 0, "other": 0}
+    other_ev = {}
+    procs = {}
+    for line in open(path):
+        ts, _, rest = line.strip().partition("|")
+        try:
+            t = float(ts)
+        except ValueError:
+            continue
+        if not (t0 + a <= t <= t0 + b):
+            continue
+        n += 1
+        for item in filter(None, rest.split(",")):
+            kind, _, ev = item.rpartition("=")
+            if kind == "client backend":
+                k = ("cpu" if ev == "CPU" else "read" if ev in READ_WAITS
+                     else "client" if ev == "ClientRead" else "other")
+                cl[k] += 1
+                if k == "other":
+                    other_ev[ev] = other_ev.get(ev, 0) + 1
+            else:
+                procs.setdefault(kind, {}).setdefault(ev, 0)
+                procs[kind][ev] += 1
+    if n == 0:
+        return None
+    tot = sum(cl.values()) or 1
+    return {"n": n, **{k: 100 * v / tot for k, v in cl.items()},
+            "other_events": sorted(other_ev.items(), key=lambda x: -x[1])[:3],
+            "procs": {k: {e: c / n for e, c in v.items()} for k, v in procs.items()}}
+
+
+def disk_rate(path, t0, a, b):
+    """The capped disk's reads between t0 + a and t0 + b seconds, from the
+    "disk" lines of a cpu_sampler file: (MB/s, requests/s), or None."""
+    if not os.path.exists(path):
+        return None
+    rows = []
+    for line in open(path):
+        f = line.split()
+        if len(f) == 4 and f[1] == "disk" and t0 + a <= float(f[0]) <= t0 + b + 0.5:
+            rows.append((float(f[0]), int(f[2]), int(f[3])))
+    if len(rows) < 2 or rows[-1][0] <= rows[0][0]:
+        return None
+    dt = rows[-1][0] - rows[0][0]
+    return ((rows[-1][2] - rows[0][2]) * 512 / 1048576 / dt, (rows[-1][1] - rows[0][1]) / dt)

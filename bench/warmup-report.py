@@ -14,7 +14,7 @@ import re
 import statistics
 import sys
 
-from reportlib import (cpu_shares, fmt, logts, machine_line, med, mem_change, meta, plot, run_files,
+from reportlib import (activity_shares, cpu_shares, disk_rate, fmt, logts, machine_line, med, mem_change, meta, plot, run_files,
                        tps_series, window_mean, write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
@@ -231,6 +231,8 @@ for key in keys:
             cpu_all = cpu_shares(base + ".stat")
             runs.setdefault(method, []).append(dict(
                 cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"),
+                act=activity_shares(base + ".activity", t_b, *CPU_WIN) if t_b else None,
+                disk=disk_rate(base + ".stat", t_b, *CPU_WIN) if t_b else None,
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
                 own=own, t90_own=t90_own, m60_own=window_mean(tpss, 60, own) if own else None,
                 blocks=ri["blocks"], total=ri["total"], note=ri["note"], reader=reader, n=len(series),
@@ -444,6 +446,33 @@ for key in keys:
                 cell = lambda k, f: " ".join(
                     f"r{r['rep']} " + ("-" if r["mem"][k] is None else format(r["mem"][k], f)) for r in rr)
                 p(f"| {method} | {cell('paged_mb', '.0f')} | {cell('refault_mb', '.0f')} | {cell('majfaults', 'd')} |")
+
+        # Where the clients waited while a restore, if any, ran beside
+        # them, per repetition, beside the device's rate: a restore that
+        # slows the queries shows whether they wait for reads, for a lock
+        # or for the CPU.
+        act_rows = [(m, r) for m in order for r in runs[m] if r["act"]]
+        if act_rows:
+            p("")
+            p(f"What the clients did in seconds {CPU_WIN[0]}-{CPU_WIN[1]} of each run (pg_stat_activity "
+              "five times a second; % of the clients' samples): running, waiting for a read (their "
+              "own or one issued for them), waiting for their client, anything else (its most "
+              "frequent events); the other processes that were not idle (mean number per sample, "
+              "by wait event); the capped disk's reads.")
+            p("")
+            p("| method | rep | TPS / steady | running | read | client | other | other processes | disk MB/s, IOPS |")
+            p("|---|---|---:|---:|---:|---:|---|---|---|")
+            for method, r in act_rows:
+                a = r["act"]
+                tw = [t for sec, t in r["series"] if CPU_WIN[0] <= sec <= CPU_WIN[1]]
+                rel = statistics.mean(tw) / steady if tw and steady else None
+                oth = f"{a['other']:.0f}" + ("".join(f"; {e} {c}" for e, c in a["other_events"])
+                                              if a["other_events"] else "")
+                procs = "; ".join(f"{k}: " + " ".join(f"{e} {v:.2f}" for e, v in sorted(
+                    evs.items(), key=lambda x: -x[1])[:3]) for k, evs in sorted(a["procs"].items()))
+                dk = f"{r['disk'][0]:.0f}, {r['disk'][1]:.0f}" if r["disk"] else "-"
+                p(f"| {method} | r{r['rep']} | {fmt(rel)} | {a['cpu']:.0f} | {a['read']:.0f} | "
+                  f"{a['client']:.0f} | {oth} | {procs or '-'} | {dk} |")
 
         # the plot: median TPS per second over repetitions
         pdir = os.path.join(out, "plotdata")

@@ -83,7 +83,9 @@
 # printed: t90, mean TPS of the first 30/60 s over steady, restore time and
 # MB/s, idle restore against dd, and where the machine's CPU went during
 # the runs: /proc/stat sampled once a second, the kernel's and the host's
-# steal included), tps.csv (per-second TPS of every run),
+# steal included, and where the clients waited: pg_stat_activity five
+# times a second, the capped disk's reads once a second), tps.csv
+# (per-second TPS of every run),
 # summary.csv, <pg>-<disk>-<workload>.png (TPS over seconds since start, one
 # line per method, steady state dashed), and raw/ (pgbench output, server
 # logs).  bench/warmup-report.py OUT_DIR rebuilds them.
@@ -314,6 +316,7 @@ one_run() {
 	say "$name: cold start, pgbench ${seconds} s"
 	cold_start "$m" "$w" "$CLDIR/logs/$name.log"
 	cpu_sampler_start "$out/raw/$name.stat"
+	activity_sampler_start "$out/raw/$name.activity"
 	reader_start "$m" "$name"
 	t_bench=$(now)
 	pgbench_run "$w" "$seconds" "$out/raw/$name.pgbench"
@@ -322,6 +325,7 @@ one_run() {
 		kill -TERM "$READER_PID" 2>/dev/null || true
 		wait "$READER_PID" || true
 	fi
+	activity_sampler_stop
 	cpu_sampler_stop
 	read -r load _ </proc/loadavg
 	wait_restore "$m" "$CLDIR/logs/$name.log" "$RESTORE_WAIT"
