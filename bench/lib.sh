@@ -792,7 +792,7 @@ alt_conf() {
 # AUTOPREWARM_CONF add lines of their own).
 method_conf() {
 	case "$1" in
-	none | none-again | reader | reader-slow) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
+	none | none-again | reader | reader-slow | pgfincore) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = off' ;;
 	autoprewarm) run_conf $'pg_prewarm.autoprewarm = on\npg_warmcache.autowarm = off\n'"${AUTOPREWARM_CONF:-}" ;;
 	warmcache) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = on\n'"${WARMCACHE_CONF:-}" ;;
 	warmcache-buffers) run_conf $'pg_prewarm.autoprewarm = off\npg_warmcache.autowarm = on\npg_warmcache.dump_os_cache = off\n'"${WARMCACHE_CONF:-}" ;;

@@ -23,7 +23,7 @@ if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
 out = sys.argv[1]
 raw = os.path.join(out, "raw")
 
-METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-base", "warmcache-alt", "warmcache-alt2", "warmcache-alt3", "warmcache-alt4", "none-again", "reader", "reader-slow"]
+METHODS = ["none", "autoprewarm", "warmcache-buffers", "warmcache", "warmcache-base", "warmcache-alt", "warmcache-alt2", "warmcache-alt3", "warmcache-alt4", "none-again", "reader", "reader-slow", "pgfincore"]
 WORKLOADS = ["uniform", "hot", "hot-start"]
 WIN_FROM, WIN_LEN, WIN_END = 3, 5, 30   # windows 3-7, 8-12, ... up to second 30
 CPU_WIN = (3, 12)    # the seconds where a restore, if any, mostly runs
@@ -214,6 +214,11 @@ for key in keys:
             if len(parts) == 2:
                 reader = (f"read {int(parts[1]) / 1048576:.0f} MB in {float(parts[0]):.1f} s"
                           + (f" ({rm['reader_rate']} MB/s at most)" if rm.get("reader_rate") else ""))
+            # pgfincore: when its loader returned, and the pages it advised.
+            ld = base + ".loader"
+            parts = open(ld).read().split() if os.path.exists(ld) else []
+            if len(parts) == 2:
+                reader = f"pgfadvise_loader() returned after {float(parts[0]):.1f} s, {parts[1]} pages advised"
             tpss = [t for _, t in series]
             t90 = first_second_at(series, 0.9 * steady) if steady else None
             m30 = window_mean(tpss, 30, steady)
@@ -305,7 +310,8 @@ for key in keys:
         notes = [f"{m} r{r['rep']}: {r['reader']}" for m in order for r in runs[m] if r["reader"]]
         if notes:
             p("")
-            p("The readers (bench/read-files.py, until pgbench ended): " + "; ".join(notes) + ".")
+            p("The readers (bench/read-files.py, until pgbench ended) and loaders (pgfincore): "
+              + "; ".join(notes) + ".")
 
         # Against no warm-up, repetition by repetition (rep r of each method
         # ran back to back): TPS in 5-second windows from the third second,

@@ -6,7 +6,7 @@
 #                   [--workload uniform|hot|hot-start|both|all]
 #                   [--methods none,autoprewarm,warmcache,warmcache-buffers,none-again,
 #                              reader,reader-slow,warmcache-alt,warmcache-alt2..4,
-#                              warmcache-base]
+#                              warmcache-base,pgfincore]
 #                   [--seconds 60] [--scale 100] [--reps 1] [--no-idle] [--idle-only]
 #                   [--shared-buffers 4GB]
 #
@@ -35,7 +35,13 @@
 # times as long).  Their ratio to none is what bringing the same bytes in
 # from the device costs the workload, whoever does it and however politely:
 # a floor under any restore of the whole set.  The reader stops when
-# pgbench ends.
+# pgbench ends.  pgfincore is the manual peer its documentation describes:
+# when the dumps are made, a snapshot of what the OS cache holds of every
+# relation of the database (pgfincore(rel, true): a bit per page) goes into
+# a table, pgfincore_snap; at the cold start, from the moment the server is
+# ready and beside the workload, pgfadvise_loader() advises the kernel to
+# read those pages (WILLNEED) and to drop the others.  It needs the
+# extension pgfincore in the server (Debian: postgresql-NN-pgfincore).
 #
 # The reboot scenario, where the OS page cache holds what shared_buffers
 # does not: --shared-buffers 256MB at scale 100 (1.5 GB).  The saved state's
@@ -153,6 +159,7 @@ done
 IFS=, read -r -a methodlist <<<"$methods"
 for m in "${methodlist[@]}"; do
 	case "$m" in none | none-again | autoprewarm | warmcache | warmcache-buffers | warmcache-alt | warmcache-alt[234] | reader | reader-slow) ;;
+	pgfincore) WANT_FINCORE=1 ;;
 	warmcache-base) WANT_BASE=1 ;;
 	*) die "unknown method $m" ;;
 	esac
@@ -221,6 +228,21 @@ cold_start() {
 	[ "$1" != warmcache-base ] || lib_loaded "$BASELIB"
 }
 
+# fincore_snapshot WORKLOAD: pgfincore's snapshot of what the OS cache holds
+# of each relation of the database, as the dumps are made, into
+# pgfincore_snap (its rows of WORKLOAD replaced).
+fincore_snapshot() {
+	[ "$(sql "select count(*) from pg_available_extensions where name = 'pgfincore'")" = 1 ] ||
+		die "method pgfincore: the extension pgfincore is not installed for PostgreSQL $PG_MAJOR"
+	sql "create extension if not exists pgfincore" >/dev/null
+	sql "create table if not exists pgfincore_snap (workload text, rel regclass, segment int, databit varbit)" >/dev/null
+	sql "delete from pgfincore_snap where workload = '$1'" >/dev/null
+	sql "insert into pgfincore_snap
+	     select '$1', c.oid::regclass, f.segment, f.databit
+	       from pg_class c, pgfincore(c.oid::regclass, true) f
+	      where c.relkind in ('r', 'i', 't', 'm') and c.oid <> 'pgfincore_snap'::regclass" >/dev/null
+}
+
 # prepare WORKLOAD: the saved state and the steady state of one workload.
 prepare() {
 	local w=$1 key=$2 n_apw n_wc n_wcb ranks res
@@ -248,6 +270,7 @@ prepare() {
 	ranks=$(sql "select string_agg(coalesce(rank::text, tier) || ':' || n, ' ' order by rank) from
 	             (select rank, tier, count(*) n from warmcache_blocks() group by rank, tier) r" || echo "?")
 	cp "$PGDATA/autoprewarm.blocks" "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/"
+	[ "${WANT_FINCORE:-0}" = 0 ] || fincore_snapshot "$w"
 	write_meta "$out/raw/$key-$w-steady.meta" "prep_seconds=$PREP_SECONDS" "steady_seconds=$STEADY_SECONDS" \
 		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_buffers_blocks=$n_wcb" \
 		"warmcache_ranks=$ranks" "os_resident=$res" "shared_buffers=$(sql 'show shared_buffers')"
@@ -309,6 +332,24 @@ reader_start() {
 	READER_PID=$!
 }
 
+# loader_start METHOD NAME WORKLOAD: for pgfincore, its loader in the
+# background, in a session of the server (so under the cap on the capped
+# disk); it writes "<seconds> <pages advised>" into raw/NAME.loader.  Sets
+# LOADER_PID.
+loader_start() {
+	LOADER_PID=
+	[ "$1" = pgfincore ] || return 0
+	(
+		t0=$(now)
+		n=$(sql "select sum(l.pages_loaded)
+		           from pgfincore_snap s,
+		                lateral pgfadvise_loader(s.rel, s.segment, true, true, s.databit) l
+		          where s.workload = '$3' and s.databit is not null")
+		echo "$(elapsed "$t0" "$(now)") $n" >"$out/raw/$2.loader"
+	) &
+	LOADER_PID=$!
+}
+
 # one_run WORKLOAD METHOD REP
 one_run() {
 	local w=$1 m=$2 rep=$3 key=$4 name t_bench t_end load
@@ -318,6 +359,7 @@ one_run() {
 	cpu_sampler_start "$out/raw/$name.stat"
 	activity_sampler_start "$out/raw/$name.activity"
 	reader_start "$m" "$name"
+	loader_start "$m" "$name" "$w"
 	t_bench=$(now)
 	pgbench_run "$w" "$seconds" "$out/raw/$name.pgbench"
 	t_end=$(now)
@@ -325,6 +367,7 @@ one_run() {
 		kill -TERM "$READER_PID" 2>/dev/null || true
 		wait "$READER_PID" || true
 	fi
+	[ -z "$LOADER_PID" ] || wait "$LOADER_PID" || true
 	activity_sampler_stop
 	cpu_sampler_stop
 	read -r load _ </proc/loadavg
