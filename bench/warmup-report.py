@@ -204,6 +204,14 @@ for key in keys:
         runs = {}
         for method, rep, base, rm in run_files(raw, f"{key}-{w}", r"[\w-]+"):
             series = tps_series(base + ".pgbench")
+            # pgbench's seconds count from when its clients connected: the
+            # time before that (its run took longer than its last second)
+            # is shown beside the figures, since a method that holds up
+            # connections (pgfincore's loader queues a read per page in the
+            # throttle ahead of them) would otherwise start its clock late.
+            late = None
+            if series and rm.get("bench_start") and rm.get("bench_end"):
+                late = float(rm["bench_end"]) - float(rm["bench_start"]) - series[-1][0]
             for sec, t in series:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
             ri = restore_info(base + ".log", method)
@@ -235,7 +243,7 @@ for key in keys:
             cpu_win = cpu_shares(base + ".stat", t_b, *CPU_WIN) if t_b else None
             cpu_all = cpu_shares(base + ".stat")
             runs.setdefault(method, []).append(dict(
-                cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"),
+                cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"), late=late,
                 act=activity_shares(base + ".activity", t_b, *CPU_WIN) if t_b else None,
                 disk=disk_rate(base + ".stat", t_b, *CPU_WIN) if t_b else None,
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
@@ -307,6 +315,11 @@ for key in keys:
         if notes:
             p("")
             p("pg_warmcache's own log: " + "; ".join(notes) + ".")
+        lates = [f"{m} " + " ".join(fmt(r["late"], ".1f") for r in runs[m]) for m in order]
+        p("")
+        p("pgbench's run beyond its last progress line, per repetition, in seconds (its clients' "
+          "connections and its exit; the seconds of the figures above count from after the "
+          "connections): " + "; ".join(lates) + ".")
         notes = [f"{m} r{r['rep']}: {r['reader']}" for m in order for r in runs[m] if r["reader"]]
         if notes:
             p("")
