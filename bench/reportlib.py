@@ -10,6 +10,7 @@ import statistics
 import subprocess
 
 PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps")
+DURATION = re.compile(r"^duration: ([\d.]+) s")
 LOGTS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC ")
 
 
@@ -43,6 +44,36 @@ def tps_series(path):
             if m:
                 s.append((float(m.group(1)), float(m.group(2))))
     return s
+
+
+def pgbench_duration(path):
+    """The seconds of pgbench's timed run (its "duration" line), or None."""
+    if os.path.exists(path):
+        for line in open(path, errors="replace"):
+            m = DURATION.match(line)
+            if m:
+                return float(m.group(1))
+    return None
+
+
+def from_readiness(series, late):
+    """[(second, TPS)] counted from late seconds before pgbench's first
+    second: each progress line's second shifted by late and spread over the
+    whole seconds it overlaps, the seconds before it at 0 TPS.  pgbench
+    counts from after its clients connected, so a run whose connections
+    waited (for catalog reads behind a restore, say) would otherwise start
+    its clock late and look warmer than it was."""
+    if not series or not late or late <= 0:
+        return series
+    end = series[-1][0] + late
+    bins = [0.0] * int(end)
+    for sec, t in series:
+        a, b = sec - 1 + late, sec + late
+        k = int(a)
+        while k < len(bins) and k < b:
+            bins[k] += t * (min(b, k + 1) - max(a, k))
+            k += 1
+    return [(float(k + 1), t) for k, t in enumerate(bins)]
 
 
 def logts(line):

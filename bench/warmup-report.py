@@ -14,8 +14,9 @@ import re
 import statistics
 import sys
 
-from reportlib import (activity_shares, cpu_shares, disk_rate, fmt, logts, machine_line, med, mem_change, meta, plot, run_files,
-                       tps_series, window_mean, write_medians)
+from reportlib import (activity_shares, cpu_shares, disk_rate, fmt, from_readiness, logts, machine_line, med,
+                       mem_change, meta, pgbench_duration, plot, run_files, tps_series, window_mean,
+                       write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -203,15 +204,19 @@ for key in keys:
         steady = max([x for x in (steady1, steady2) if x is not None], default=None)
         runs = {}
         for method, rep, base, rm in run_files(raw, f"{key}-{w}", r"[\w-]+"):
+            # pgbench's seconds count from when its clients connected; the
+            # figures count from when they were launched, the moment the
+            # server was ready (reportlib.from_readiness): a method that
+            # holds up connections (pgfincore's loader queues a read per
+            # page in the throttle ahead of their catalog reads; a restore
+            # delays them a second or two) must not start its clock late.
+            # What pgbench spent outside its timed run is shown too.
             series = tps_series(base + ".pgbench")
-            # pgbench's seconds count from when its clients connected: the
-            # time before that (its run took longer than its last second)
-            # is shown beside the figures, since a method that holds up
-            # connections (pgfincore's loader queues a read per page in the
-            # throttle ahead of them) would otherwise start its clock late.
+            dur = pgbench_duration(base + ".pgbench")
             late = None
-            if series and rm.get("bench_start") and rm.get("bench_end"):
-                late = float(rm["bench_end"]) - float(rm["bench_start"]) - series[-1][0]
+            if series and dur and rm.get("bench_start") and rm.get("bench_end"):
+                late = max(0.0, float(rm["bench_end"]) - float(rm["bench_start"]) - dur)
+                series = from_readiness(series, late)
             for sec, t in series:
                 tps_rows.append([pgv, disk, w, method, rep, sec, t])
             ri = restore_info(base + ".log", method)
@@ -317,9 +322,9 @@ for key in keys:
             p("pg_warmcache's own log: " + "; ".join(notes) + ".")
         lates = [f"{m} " + " ".join(fmt(r["late"], ".1f") for r in runs[m]) for m in order]
         p("")
-        p("pgbench's run beyond its last progress line, per repetition, in seconds (its clients' "
-          "connections and its exit; the seconds of the figures above count from after the "
-          "connections): " + "; ".join(lates) + ".")
+        p("pgbench's run beyond its timed run, per repetition, in seconds (its clients' connections "
+          "and its exit; the figures above count from before them, the server's readiness, with no "
+          "transactions in that time): " + "; ".join(lates) + ".")
         notes = [f"{m} r{r['rep']}: {r['reader']}" for m in order for r in runs[m] if r["reader"]]
         if notes:
             p("")
