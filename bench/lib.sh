@@ -124,9 +124,10 @@ use_pg() {
 	fi
 	SO_MD5=$(md5sum <"$PRIVLIB/pg_warmcache.so" | cut -c1-12)
 	SO_CHANGED=""
-	# A script whose methods load the base build (WANT_BASE=1) has it
-	# built for this major too.
+	# A script whose methods load the base build (WANT_BASE=1) or
+	# pgfincore (WANT_FINCORE=1) has it built for this major too.
 	[ "${WANT_BASE:-0}" = 0 ] || use_base
+	[ "${WANT_FINCORE:-0}" = 0 ] || use_pgfincore
 }
 
 # pg_env MAJOR: what use_pg sets but builds nothing: PG_MAJOR, BUILD_KEY,
@@ -210,6 +211,39 @@ base_build() {
 use_base() {
 	base_build >/dev/null
 	say "base build: pg_warmcache $BASE_SHORT for PostgreSQL $PG_MAJOR, $BASELIB/pg_warmcache.so (md5 $BASE_MD5)"
+}
+
+# use_pgfincore: the extension pgfincore (the method pgfincore of
+# warmup.sh, a manual peer) installed for PG_MAJOR: Debian's package where
+# the host's server is Debian's (15); otherwise built from the original
+# tarball of Debian's source package PGFINCORE_VERSION, the newest whose
+# tarball this archive serves, with pgfincore-relpath.patch for 18 on.
+PGFINCORE_VERSION=1.3.1-2
+use_pgfincore() {
+	local src=$BENCH_BASE/src-pgfincore b=$BENCH_BASE/pgfincore-$BUILD_KEY orig
+	if [ -z "$PG_ROOT" ] && [ "$PG_CONFIG" = "/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" ]; then
+		dpkg -s "postgresql-$PG_MAJOR-pgfincore" >/dev/null 2>&1 ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q "postgresql-$PG_MAJOR-pgfincore" >/dev/null ||
+			die "cannot install postgresql-$PG_MAJOR-pgfincore"
+		return 0
+	fi
+	orig=$src/pgfincore_${PGFINCORE_VERSION%-*}.orig.tar.gz
+	if [ ! -f "$orig" ]; then
+		[ -f "$PGWC_CACHE/apt/apt.conf" ] ||
+			die "method pgfincore: no apt configuration in $PGWC_CACHE/apt: run test/install-deps $PG_MAJOR"
+		mkdir -p "$src"
+		# apt checks each file it fetches against the signed index; the
+		# snapshot here may lack the package's Debian part, not needed.
+		(cd "$src" && APT_CONFIG=$PGWC_CACHE/apt/apt.conf \
+			apt-get source -qq --download-only "pgfincore=$PGFINCORE_VERSION") >/dev/null 2>&1 || true
+		[ -f "$orig" ] || die "method pgfincore: cannot fetch the source of pgfincore $PGFINCORE_VERSION"
+	fi
+	say "building pgfincore $PGFINCORE_VERSION for PostgreSQL $PG_MAJOR in $b"
+	rm -rf "$b" && mkdir -p "$b"
+	tar -C "$b" --strip-components=1 -xzf "$orig"
+	patch -s -d "$b" -p1 <"$BENCH_DIR/pgfincore-relpath.patch" || die "pgfincore-relpath.patch does not apply"
+	{ pg_make -s -C "$b" && pg_make -s -C "$b" install; } >"$b/build.log" 2>&1 ||
+		{ tail -20 "$b/build.log" >&2; die "building pgfincore failed"; }
 }
 
 # base_conf: the line of bench_run.conf that loads the base build.

@@ -118,13 +118,20 @@ def warmup_rows(pg, d, row):
             m = re.search(r"\((\d+) MB in ([0-9.]+) s\)", res)
             dd = float(m.group(2)) if m else None
             lim = 1.25 * dd if dd else None
+            # pgfincore, the manual peer, where the run has it.
+            pf = per_method(summary, w, "pgfincore", "t90_s", t90)
+            pf60 = per_method(summary, w, "pgfincore", "mean60_frac")
+            ptxt = f"; pgfincore {spread(pf, '{:.0f}')}" if pf else ""
+            ptxt60 = f"; pgfincore {spread(pf60, '{:.2f}')}" if pf60 else ""
+            # The targets hold in every repetition, not only in the median.
             add(pg, "reboot (256MB)", "t90, s",
-                f"<= 1.25 x dd = {lim:.1f}" if lim else "<= 1.25 x dd (dd missing)",
-                spread(wc, "{:.0f}") + (f"; autoprewarm {spread(ap, '{:.0f}')}" if ap else "") + btxt,
-                med(wc) <= lim if wc and lim else None)
-            add(pg, "reboot (256MB)", "mean60 / steady", ">= 0.75",
-                spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else "") + btxt60,
-                med(wc60) >= 0.75 if wc60 else None)
+                f"<= 1.25 x dd = {lim:.1f}, each repetition" if lim else "<= 1.25 x dd (dd missing)",
+                spread(wc, "{:.0f}") + (f"; autoprewarm {spread(ap, '{:.0f}')}" if ap else "") + ptxt + btxt,
+                max(wc) <= lim if wc and lim else None)
+            add(pg, "reboot (256MB)", "mean60 / steady", ">= 0.75, each repetition",
+                spread(wc60, "{:.2f}") + (f"; autoprewarm {spread(ap60, '{:.2f}')}" if ap60 else "") + ptxt60
+                + btxt60,
+                min(wc60) >= 0.75 if wc60 else None)
             # Against each run's own warm level (warmup.sh AFTER_SECONDS):
             # shown, not judged; it tells the machine's drift from the
             # warm-up's cost.

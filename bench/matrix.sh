@@ -12,7 +12,8 @@
 # which measures the device's read rate with dd in the same run:
 #
 #   reboot     warmup.sh --workload uniform --shared-buffers 256MB, methods
-#              none, autoprewarm, warmcache (both tiers), --no-idle, each
+#              none, autoprewarm, warmcache (both tiers), pgfincore (its
+#              snapshot and loader, the manual peer), --no-idle, each
 #              run followed by its own warm level (AFTER_SECONDS, 15): t90
 #              and mean60 against it are shown beside the judged ones
 #   hot-start  warmup.sh --workload hot-start --seconds 30, methods none,
@@ -112,7 +113,7 @@ for pg in "${pglist[@]}"; do
 		reboot)
 			AFTER_SECONDS=${AFTER_SECONDS:-15} OUT_DIR=$d "$here/warmup.sh" --pg "$pg" \
 				--disk capped --workload uniform \
-				--methods "none,autoprewarm,warmcache$base" --shared-buffers 256MB \
+				--methods "none,autoprewarm,warmcache,pgfincore$base" --shared-buffers 256MB \
 				--reps "$reps" --no-idle "${small[@]}" ;;
 		hot-start)
 			IDLE_REPS=$hreps OUT_DIR=$d "$here/warmup.sh" --pg "$pg" --disk capped \
