@@ -157,7 +157,8 @@ wc_relpath_of(Oid db, Oid spc, RelFileNumber relnumber, ForkNumber fork)
 #include "storage/read_stream.h"
 /*
  * Whether a read stream's reads copy the blocks in this process: on 18
- * with io_method = worker, I/O worker processes do.
+ * with io_method = worker, I/O worker processes do; with sync and io_uring
+ * this process does (t/085 checks each method by page faults).
  */
 #if PG_VERSION_NUM >= 180000
 #include "storage/aio.h"
