@@ -270,12 +270,14 @@ for key in keys:
           f"{sm.get('warmcache_ranks', '?')}); shared_buffers {sm.get('shared_buffers', '?')}; the OS cache "
           f"held {sm.get('os_resident', '?')} of the database files when the dumps were made.")
         p("")
-        em = meta(os.path.join(raw, f"{key}-{w}-estimate.meta"))
-        if em:
-            p(f"Predicted by warmcache_estimate() on a cold start before the runs: restore "
-              f"{em.get('restore_seconds') or '?'} s ({em.get('restore_basis', '?')}); the same pages by "
-              f"themselves {em.get('natural_seconds') or '?'} s ({em.get('natural_basis', '?')}).")
-            p("")
+        for when, suffix in (("on the warm server before its restart", "-warm"),
+                             ("on a cold start before the runs", "")):
+            em = meta(os.path.join(raw, f"{key}-{w}-estimate{suffix}.meta"))
+            if em:
+                p(f"Predicted by warmcache_estimate() {when}: restore "
+                  f"{em.get('restore_seconds') or '?'} s ({em.get('restore_basis', '?')}); the same pages by "
+                  f"themselves {em.get('natural_seconds') or '?'} s ({em.get('natural_basis', '?')}).")
+                p("")
         p("| method | t90 (s) | mean 30 s / steady | mean 60 s / steady | restore (s) | restored blocks | restore MB/s | reps (t90 each) | load avg at end |")
         p("|---|---:|---:|---:|---:|---:|---:|---|---|")
         order = [m for m in METHODS if m in runs] + [m for m in runs if m not in METHODS]

@@ -271,6 +271,8 @@ prepare() {
 	             (select rank, tier, count(*) n from warmcache_blocks() group by rank, tier) r" || echo "?")
 	cp "$PGDATA/autoprewarm.blocks" "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/"
 	[ "${WANT_FINCORE:-0}" = 0 ] || fincore_snapshot "$w"
+	# As a DBA asks it before a planned restart: the OS cache holds the set.
+	[ "${ESTIMATE:-1}" = 0 ] || estimate_now "$out/raw/$key-$w-estimate-warm.meta"
 	write_meta "$out/raw/$key-$w-steady.meta" "prep_seconds=$PREP_SECONDS" "steady_seconds=$STEADY_SECONDS" \
 		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_buffers_blocks=$n_wcb" \
 		"warmcache_ranks=$ranks" "os_resident=$res" "shared_buffers=$(sql 'show shared_buffers')"
@@ -278,23 +280,32 @@ prepare() {
 	pg_stop
 }
 
-# estimate_cold WORKLOAD KEY: warmcache_estimate() as a DBA would ask it
-# before a restart that empties the caches: on a cold start with the saved
-# file (with the OS tier) in place and no warm-up, so that its probe times
-# the device on the saved set's blocks.  The predictions go into the
-# report beside the measured t90.
-estimate_cold() {
-	local w=$1 key=$2 row
-	say "$key $w: warmcache_estimate() on a cold start"
-	cold_start none "$w" "$CLDIR/logs/estimate-$w.log"
+# estimate_now META: warmcache_estimate()'s row into the file META; prints
+# "restore_seconds natural_seconds".
+estimate_now() {
+	local row e_rs e_ns e_rate e_rand e_bt e_ot e_db e_rb e_nb
 	row=$(psqlc -At -d bench -F '|' -c "select restore_seconds, natural_seconds, read_mb_per_s,
 		random_read_ms, buffer_tier_bytes, os_tier_bytes, distinct_bytes, restore_basis, natural_basis
 		from warmcache_estimate()")
 	IFS='|' read -r e_rs e_ns e_rate e_rand e_bt e_ot e_db e_rb e_nb <<<"$row"
-	write_meta "$out/raw/$key-$w-estimate.meta" "restore_seconds=$e_rs" "natural_seconds=$e_ns" \
+	write_meta "$1" "restore_seconds=$e_rs" "natural_seconds=$e_ns" \
 		"read_mb_per_s=$e_rate" "random_read_ms=$e_rand" "buffer_tier_bytes=$e_bt" "os_tier_bytes=$e_ot" \
 		"distinct_bytes=$e_db" \
 		"restore_basis=$e_rb" "natural_basis=$e_nb"
+	echo "$e_rs $e_ns"
+}
+
+# estimate_cold WORKLOAD KEY: warmcache_estimate() as a DBA would ask it
+# after a restart that emptied the caches: on a cold start with the saved
+# file (with the OS tier) in place and no warm-up, so that its probe times
+# the device on the saved set's blocks.  prepare asks it on the warm server
+# too, before its restart.  The predictions go into the report beside the
+# measured t90.
+estimate_cold() {
+	local w=$1 key=$2 e_rs e_ns
+	say "$key $w: warmcache_estimate() on a cold start"
+	cold_start none "$w" "$CLDIR/logs/estimate-$w.log"
+	read -r e_rs e_ns < <(estimate_now "$out/raw/$key-$w-estimate.meta")
 	say "$key $w: predicted restore $e_rs s, natural warm-up $e_ns s"
 	pg_stop
 }
