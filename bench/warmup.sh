@@ -272,7 +272,7 @@ prepare() {
 	cp "$PGDATA/autoprewarm.blocks" "$PGDATA/pg_warmcache.blocks" "$CLDIR/dumps/$w/"
 	[ "${WANT_FINCORE:-0}" = 0 ] || fincore_snapshot "$w"
 	# As a DBA asks it before a planned restart: the OS cache holds the set.
-	[ "${ESTIMATE:-1}" = 0 ] || estimate_now "$out/raw/$key-$w-estimate-warm.meta"
+	[ "${ESTIMATE:-1}" = 0 ] || estimate_now "$out/raw/$key-$w-estimate-warm.meta" >/dev/null
 	write_meta "$out/raw/$key-$w-steady.meta" "prep_seconds=$PREP_SECONDS" "steady_seconds=$STEADY_SECONDS" \
 		"autoprewarm_blocks=$n_apw" "warmcache_blocks=$n_wc" "warmcache_buffers_blocks=$n_wcb" \
 		"warmcache_ranks=$ranks" "os_resident=$res" "shared_buffers=$(sql 'show shared_buffers')"
