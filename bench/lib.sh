@@ -677,6 +677,34 @@ cpu_sample() {
 	# The capped disk's reads so far: requests and 512-byte sectors.
 	[ -z "$CAPPED_DEV" ] ||
 		awk -v t="$t" -v d="$CAPPED_DEV" '$3 == d { print t, "disk", $4, $6 }' /proc/diskstats
+	proc_reads_sample "$t"
+}
+
+# proc_reads_sample TIME: for each server process, from the kernel's
+# counters (/proc/PID/io), the bytes it read from storage and its read
+# calls so far: lines "<time> read <pid> <kind> <bytes> <calls>", kind by
+# the process title: restore (pg_warmcache's processes), session (a session
+# of the database bench: the clients, a loader), ioworker, other.  Beside
+# the device's requests they tell whose reads took the device: the
+# clients' 8 kB misses or the restore's larger pieces.
+proc_reads_sample() {
+	local p c title kind k v rb sc
+	for p in /proc/[0-9]*; do
+		{ read -r c <"$p/comm"; } 2>/dev/null || continue
+		[ "$c" = postgres ] || continue
+		{ IFS= read -r -d '' title <"$p/cmdline"; } 2>/dev/null || true
+		case $title in
+		*pg_warmcache*) kind=restore ;;
+		*" bench [local]"*) kind=session ;;
+		*"io worker"*) kind=ioworker ;;
+		*) kind=other ;;
+		esac
+		rb=0 sc=0
+		while read -r k v; do
+			case $k in read_bytes:) rb=$v ;; syscr:) sc=$v ;; esac
+		done 2>/dev/null <"$p/io" || continue
+		echo "$1 read ${p#/proc/} $kind $rb $sc"
+	done
 }
 
 # mem_sample: "<time> mem <paged out> <refaulted> <major faults>": the

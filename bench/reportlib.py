@@ -288,3 +288,30 @@ def disk_rate(path, t0, a, b):
         return None
     dt = rows[-1][0] - rows[0][0]
     return ((rows[-1][2] - rows[0][2]) * 512 / 1048576 / dt, (rows[-1][1] - rows[0][1]) / dt)
+
+
+def proc_reads(path, t0, a, b):
+    """What each kind of server process read from storage between t0 + a
+    and t0 + b seconds, from the "read" lines of a cpu_sampler file
+    (bench/lib.sh, proc_reads_sample): {kind: (MB/s, read calls/s)}, each
+    process counted from its first to its last line in the window (one that
+    exits in it loses at most its last second); {} without such lines."""
+    if not os.path.exists(path):
+        return {}
+    first, last, times = {}, {}, []
+    for line in open(path):
+        f = line.split()
+        if len(f) == 6 and f[1] == "read" and t0 + a <= float(f[0]) <= t0 + b + 0.5:
+            row = (f[3], int(f[4]), int(f[5]))
+            first.setdefault(f[2], row)
+            last[f[2]] = row
+            times.append(float(f[0]))
+    if not times or max(times) <= min(times):
+        return {}
+    dt = max(times) - min(times)
+    out = {}
+    for pid, (kind, b0, c0) in first.items():
+        _, b1, c1 = last[pid]
+        mb, calls = out.get(kind, (0.0, 0.0))
+        out[kind] = (mb + (b1 - b0) / 1048576 / dt, calls + (c1 - c0) / dt)
+    return out

@@ -15,7 +15,7 @@ import statistics
 import sys
 
 from reportlib import (activity_shares, cpu_shares, disk_rate, fmt, from_readiness, logts, machine_line, med,
-                       mem_change, meta, pgbench_duration, plot, run_files, tps_series, window_mean,
+                       mem_change, meta, pgbench_duration, plot, proc_reads, run_files, tps_series, window_mean,
                        write_medians)
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
@@ -251,6 +251,7 @@ for key in keys:
                 cpu_win=cpu_win, cpu_all=cpu_all, mem=mem_change(base + ".stat"), late=late,
                 act=activity_shares(base + ".activity", t_b, *CPU_WIN) if t_b else None,
                 disk=disk_rate(base + ".stat", t_b, *CPU_WIN) if t_b else None,
+                reads=proc_reads(base + ".stat", t_b, *CPU_WIN) if t_b else {},
                 rep=rep, series=series, t90=t90, m30=m30, m60=m60, rs=rs, rate=rate,
                 own=own, t90_own=t90_own, m60_own=window_mean(tpss, 60, own) if own else None,
                 blocks=ri["blocks"], total=ri["total"], note=ri["note"], reader=reader, n=len(series),
@@ -484,10 +485,14 @@ for key in keys:
               "five times a second; % of the clients' samples): running, waiting for a read (their "
               "own or one issued for them), waiting for their client, anything else (its most "
               "frequent events); the other processes that were not idle (mean number per sample, "
-              "by wait event); the capped disk's reads.")
+              "by wait event); the capped disk's reads; what the restore's processes and the "
+              "sessions (the clients, and a loader) read from storage, by the kernel's count of "
+              "each process, with the sessions' read calls a second, which page-cache hits "
+              "count too.")
             p("")
-            p("| method | rep | TPS / steady | running | read | client | other | other processes | disk MB/s, IOPS |")
-            p("|---|---|---:|---:|---:|---:|---|---|---|")
+            p("| method | rep | TPS / steady | running | read | client | other | other processes | disk MB/s, IOPS "
+              "| restore MB/s | sessions MB/s, calls/s |")
+            p("|---|---|---:|---:|---:|---:|---|---|---|---|---|")
             for method, r in act_rows:
                 a = r["act"]
                 tw = [t for sec, t in r["series"] if CPU_WIN[0] <= sec <= CPU_WIN[1]]
@@ -497,8 +502,11 @@ for key in keys:
                 procs = "; ".join(f"{k}: " + " ".join(f"{e} {v:.2f}" for e, v in sorted(
                     evs.items(), key=lambda x: -x[1])[:3]) for k, evs in sorted(a["procs"].items()))
                 dk = f"{r['disk'][0]:.0f}, {r['disk'][1]:.0f}" if r["disk"] else "-"
+                rd = r["reads"]
+                rs_ = f"{rd['restore'][0]:.0f}" if "restore" in rd else "-"
+                ss_ = f"{rd['session'][0]:.0f}, {rd['session'][1]:.0f}" if "session" in rd else "-"
                 p(f"| {method} | r{r['rep']} | {fmt(rel)} | {a['cpu']:.0f} | {a['read']:.0f} | "
-                  f"{a['client']:.0f} | {oth} | {procs or '-'} | {dk} |")
+                  f"{a['client']:.0f} | {oth} | {procs or '-'} | {dk} | {rs_} | {ss_} |")
 
         # the plot: median TPS per second over repetitions
         pdir = os.path.join(out, "plotdata")
