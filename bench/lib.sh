@@ -217,7 +217,7 @@ use_base() {
 # warmup.sh, a manual peer) installed for PG_MAJOR: Debian's package where
 # the host's server is Debian's (15); otherwise built from the original
 # tarball of Debian's source package PGFINCORE_VERSION, the newest whose
-# tarball this archive serves, with pgfincore-relpath.patch for 18 on.
+# tarball this archive serves, with pgfincore-newer-majors.patch for 18 and 19.
 PGFINCORE_VERSION=1.3.1-2
 use_pgfincore() {
 	local src=$BENCH_BASE/src-pgfincore b=$BENCH_BASE/pgfincore-$BUILD_KEY orig
@@ -241,7 +241,7 @@ use_pgfincore() {
 	say "building pgfincore $PGFINCORE_VERSION for PostgreSQL $PG_MAJOR in $b"
 	rm -rf "$b" && mkdir -p "$b"
 	tar -C "$b" --strip-components=1 -xzf "$orig"
-	patch -s -d "$b" -p1 <"$BENCH_DIR/pgfincore-relpath.patch" || die "pgfincore-relpath.patch does not apply"
+	patch -s -d "$b" -p1 <"$BENCH_DIR/pgfincore-newer-majors.patch" || die "pgfincore-newer-majors.patch does not apply"
 	{ pg_make -s -C "$b" && pg_make -s -C "$b" install; } >"$b/build.log" 2>&1 ||
 		{ tail -20 "$b/build.log" >&2; die "building pgfincore failed"; }
 }
