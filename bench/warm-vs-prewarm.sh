@@ -56,6 +56,13 @@
 # keeps, per call, the machine's steal and system time, page faults and how
 # busy its CPUs were (the table shows the last as "CPUs busy").
 #
+# --profile samples every CPU (perf record -a -g, the cpu-clock event, which
+# virtual machines without hardware counters have too) over each timed
+# statement, and writes per call the functions that took the most samples,
+# each with its process and object (profile/<condition>-<method>-r<rep>.txt):
+# what bounds a call, whichever method makes it.  The profiler costs a few
+# percent of the CPU: timings with it are not compared with timings without.
+#
 # Prints a markdown table per condition (medians over the repetitions, the
 # spread as min-max, the ratio pg_prewarm time / warm time per repetition,
 # MB/s against dd's) and the command line, and keeps it with the raw
@@ -68,7 +75,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off alt=0
+pg=15 scale=100 reps=7 modes=buffer conditions=cpu,iops,capped,cold workers=2 huge=off alt=0 profile=0
 builds=new${BASE_REV:+,base}
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -80,12 +87,13 @@ while [ $# -gt 0 ]; do
 	--workers) workers=$2; shift 2 ;;
 	--huge-pages) huge=$2; shift 2 ;;
 	--alt) alt=1; shift ;;
+	--profile) profile=1; shift ;;
 	--builds) builds=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
 done
-cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')" || true)"
+cmdline="bench/warm-vs-prewarm.sh --pg $pg --scale $scale --reps $reps --conditions $conditions --modes $modes --workers $workers --huge-pages $huge$( ((profile)) && echo " --profile" || true)$( ((alt)) && echo " --alt (ALT_SHORTCUTS='${ALT_SHORTCUTS:-}')" || true)"
 case "$huge" in on | off) ;; *) die "--huge-pages: on or off" ;; esac
 case "$builds" in
 new) ;;
@@ -98,6 +106,7 @@ new,base | base,new)
 esac
 base_conf=${EXTRA_CONF:-}
 need_root
+((!profile)) || command -v perf >/dev/null || die "--profile needs perf (Debian: linux-perf)"
 [[ $scale =~ ^[0-9]+$ && $reps =~ ^[0-9]+$ && $reps -ge 1 && $workers =~ ^[0-9]+$ ]] ||
 	die "--scale, --reps and --workers take positive integers"
 IFS=, read -r -a modelist <<<"$modes"
@@ -241,7 +250,12 @@ time_call() {
 	pg_start "$CLDIR/logs/wvp-$cond-$method-$mode.log"
 	[ "$method" != warm-base ] || lib_loaded "$BASELIB"
 	machine_counters
-	local before=("${MC[@]}")
+	local before=("${MC[@]}") perf_pid="" pdata=$out/profile/$cond-$method-$mode-r${REP:-0}
+	if ((profile)); then
+		mkdir -p "$out/profile"
+		perf record -q -a -g -e cpu-clock -o "$pdata.data" 2>/dev/null &
+		perf_pid=$!
+	fi
 	o=$(psqlc -d bench -At <<EOF
 select 'pgbench_accounts'::regclass, 'pgbench_accounts_pkey'::regclass,
        'pg_prewarm(regclass,text,text,int8,int8)'::regprocedure,
@@ -253,6 +267,13 @@ select $fn('pgbench_accounts', '$mode') + $fn('pgbench_accounts_pkey', '$mode');
 EOF
 	)
 	T_RET=$(now)
+	if [ -n "$perf_pid" ]; then
+		kill -INT "$perf_pid" 2>/dev/null || true
+		wait "$perf_pid" 2>/dev/null || true
+		perf report -q -i "$pdata.data" --no-children --sort comm,dso,sym --percent-limit 0.5 \
+			-g none 2>/dev/null | sed 's/[[:space:]]*$//' | grep -v '^$' | head -40 >"$pdata.txt" || true
+		rm -f "$pdata.data"
+	fi
 	machine_counters
 	CALL_STEAL_MS=$(((MC[0] - before[0]) * 1000 / CLK_TCK))
 	CALL_SYS_MS=$(((MC[1] - before[1]) * 1000 / CLK_TCK))
@@ -281,7 +302,7 @@ one_rep() {
 		n=${#methods[@]}
 		for ((k = 0; k < n; k++)); do
 			method=${methods[$(((k + rep - 1) % n))]}
-			time_call "$cond" "$method" "$mode"
+			REP=$rep time_call "$cond" "$method" "$mode"
 			rate=$(awk -v b="$CALL_BLOCKS" -v s="$blcksz" -v t="$CALL_SECS" 'BEGIN { printf "%.1f", b * s / 1048576 / t }')
 			echo "$cond,$rep,$mode,$method,$CALL_SECS,$CALL_BLOCKS,$rate,$CALL_STEAL_MS,$CALL_SYS_MS,$CALL_PGFAULT,$CALL_BUSY_PCT" >>"$raw"
 			say "$cond rep $rep: $method($mode): $CALL_BLOCKS blocks in $CALL_SECS s = $rate MB/s (steal $CALL_STEAL_MS ms, system $CALL_SYS_MS ms, $CALL_PGFAULT page faults, CPUs $CALL_BUSY_PCT% busy on the machine)"
