@@ -275,8 +275,8 @@ pg_make() {
 #   - PG_ROOT ($BENCH_BASE/root-<major>-<key>): an overlay of the chroot
 #     whose changes go to $BENCH_BASE/overlay-<major>-<key>, so that the
 #     shared chroot, which test runs use meanwhile, is never written (the
-#     extension's install, the user's ids); with /proc, a /dev/shm of its
-#     own, and BENCH_BASE, the repository, OUT_DIR and (use_cluster)
+#     extension's install, the user's ids); with /proc, /sys (read-only),
+#     a /dev/shm of its own, and BENCH_BASE, the repository, OUT_DIR and (use_cluster)
 #     CAPPED_DIR mounted at the same paths inside, so that a path means the
 #     same on both sides;
 #   - the chroot's PG_USER made PG_USER's uid and gid on the host, who owns
@@ -320,6 +320,11 @@ chroot_up() {
 	mount -t overlay overlay -o "lowerdir=$lower,upperdir=$ovl/upper,workdir=$ovl/work" "$PG_ROOT" ||
 		die "cannot mount an overlay of $lower"
 	mount -t proc proc "$PG_ROOT/proc"
+	# The devices' queue limits, read-only: pg_warmcache sizes its reads by
+	# the device's max_sectors_kb there, and without /sys it falls back to
+	# 256 kB pieces, which a server on its own machine would not.
+	mkdir -p "$PG_ROOT/sys"
+	mount -t sysfs -o ro sysfs "$PG_ROOT/sys"
 	mkdir -p "$PG_ROOT/dev/shm"
 	mount -t tmpfs -o mode=1777,size=1g shm "$PG_ROOT/dev/shm"
 	for d in "$BENCH_BASE" "$REPO" "${OUT_DIR:+$(realpath -m "$OUT_DIR")}"; do
