@@ -37,10 +37,12 @@ my $total = header($saved)->{nblocks};
 cmp_ok($total, '>', $big_blocks, 'the saved file holds big and more');
 
 # Terminate the worker of database postgres once it has begun on big.
-my $pid = wait_for_restore_worker($node, 'postgres');
+# Its pid is asked for then: the worker that restores the shared catalogs
+# connects to postgres as well, and is gone before big's blocks come.
 $node->poll_query_until('postgres',
 	"SELECT count(*) >= 32 FROM pg_buffercache WHERE relfilenode = pg_relation_filenode('big')")
   or die 'timed out waiting for the restore to reach big';
+my $pid = wait_for_restore_worker($node, 'postgres');
 my $offset = -s $node->logfile;
 is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"),
 	't', 'the restore worker is terminated');

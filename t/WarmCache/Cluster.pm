@@ -243,10 +243,18 @@ sub wait_for_restore_worker
 	my $query = qq{
 SELECT pid FROM pg_stat_activity
  WHERE backend_type = 'pg_warmcache restore' AND $cond LIMIT 1};
-	$node->poll_query_until('postgres', "SELECT EXISTS ($query)")
-	  or die 'timed out waiting for a restore worker in '
+
+	# The pid from the query that found the worker: one seen by a first
+	# query may be gone by a second (the shared catalogs' worker connects
+	# to postgres too, and is over in milliseconds).
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		my $pid = $node->safe_psql('postgres', $query);
+		return $pid if $pid ne '';
+		Time::HiRes::usleep(100_000);
+	}
+	die 'timed out waiting for a restore worker in '
 	  . ($dbname // 'any database');
-	return $node->safe_psql('postgres', $query);
 }
 
 # The autowarm worker's pid once it is another than $old, waiting $secs
