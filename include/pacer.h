@@ -92,9 +92,11 @@ typedef struct RestorePacer
 	TimestampTz paced_at;		/* the last pace */
 	bool		was_cpus_busy;	/* what the last pace decided */
 	bool		was_yielding;
+	bool		was_capped;		/* the cap for waiting queries in force */
 	bool		budget_sleep;	/* sleeping for the CPU budget */
 	int64		cpus_busy_us;	/* spent with the CPUs busy */
 	int64		yield_us;		/* spent in small reads for a waiting query */
+	int64		capped_us;		/* spent under the cap for waiting queries */
 	int64		budget_sleep_us;	/* slept for the CPU budget */
 	int64		rate_sleep_us;	/* slept for the rate cap */
 } RestorePacer;

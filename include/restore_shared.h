@@ -180,8 +180,23 @@ typedef struct RestoreShared
 	 * moves a clock on by what it spent, and sleeps while the clock is
 	 * ahead of real time (see pacer.c).
 	 */
-	pg_atomic_uint64 rate_clock;	/* bytes read, at max_restore_rate */
+	pg_atomic_uint64 rate_clock;	/* blocks read, at the rate cap in
+									 * force */
 	pg_atomic_uint64 cpu_clock;		/* CPU time, while queries are busy */
+
+	/*
+	 * The cap on the restore's reads while queries wait for reads, in
+	 * blocks a second, 0 until the first spell of the workers' reads is
+	 * measured; it follows the device's rate from below (pacer.c).  It is
+	 * written, and the current spell kept, under the spinlock.
+	 */
+	pg_atomic_uint64 blocks_read;	/* read from the device, so far */
+	pg_atomic_uint64 wait_cap;
+	slock_t		rate_mutex;
+	TimestampTz spell_at;		/* when the current spell began, or 0 */
+	uint64		spell_blocks;	/* blocks_read then */
+	bool		spell_capped;	/* the cap was in force in it */
+	int64		spell_slept_us; /* the workers slept for a rate cap */
 
 	/* Whether advice pays, measured by all restore workers together. */
 	WarmAdviceShare advice;

@@ -40,6 +40,7 @@ extern int	wc_restore_mode;		/* a WarmMode */
 extern int	wc_restore_workers;
 extern int	wc_max_restore_rate;
 extern bool wc_restore_yield;
+extern int	wc_restore_headroom;
 extern int	wc_sort_chunk;
 extern bool wc_dump_os_cache;
 extern int	wc_follow_primary;		/* a FollowMode */

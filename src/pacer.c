@@ -31,13 +31,20 @@
  *   OS cache, pg_warmcache.dump_os_cache, so that the saved set keeps it),
  *   and after a second of that leaves out the chunks the OS cache holds
  *   (plan_chunk(), which also applies the restore limit);
+ * - while queries wait for reads, reads at most (100 -
+ *   pg_warmcache.restore_headroom)% of what the device gives it: a volume
+ *   serves reads in turn, and a restore that asks for all it can keeps a
+ *   queue that every read of a query waits behind, 40 MB of look-ahead at
+ *   the start.  A restore that asks for less than the device gives lets
+ *   the queue drain (note_read_rate(), rate_cap());
  * - keeps two budgets that all restore workers share: the rate cap
- *   (pg_warmcache.max_restore_rate) and, while queries keep every CPU
- *   busy and none waits for a read, a CPU budget of WC_BUSY_CPU_PERCENT of
- *   one core.  Each is a virtual clock in shared memory that a worker moves
- *   on by its cost; a worker whose charge puts the clock more than a short
- *   burst ahead of real time sleeps until it is not.  Time spent idle is
- *   not saved up for later beyond that burst (sleep_for_budgets()).
+ *   (pg_warmcache.max_restore_rate, or the one above if lower) and, while
+ *   queries keep every CPU busy and none waits for a read, a CPU budget of
+ *   WC_BUSY_CPU_PERCENT of one core.  Each is a virtual clock in shared
+ *   memory that a worker moves on by its cost; a worker whose charge puts
+ *   the clock more than a short burst ahead of real time sleeps until it is
+ *   not.  Time spent idle is not saved up for later beyond that burst
+ *   (sleep_for_budgets()).
  *
  * A relation is probed by letting go of our AccessShareLock on it and
  * asking for it again without waiting.  Only AccessExclusiveLock conflicts
@@ -131,6 +138,17 @@
 #define WC_BUSY_SHARE_MS	100
 #define WC_BUSY_LOOK_MAX	0.05
 #define WC_BUSY_SHARE_MIN	0.1
+
+/*
+ * The cap for waiting queries moves after each spell of WC_RATE_SPELL_MS of
+ * the workers' reads (note_read_rate()): up by WC_CAP_GROWTH after a spell
+ * in which the workers slept for it at least WC_CAP_HELD of the time.
+ * WC_CAP_MIN: blocks a second, 1 MB/s.
+ */
+#define WC_RATE_SPELL_MS	500
+#define WC_CAP_HELD			0.05
+#define WC_CAP_GROWTH		1.25
+#define WC_CAP_MIN			(1024.0 * 1024.0 / BLCKSZ)
 
 /*
  * How long the CPUs must have been busy before a chunk that the OS cache
@@ -447,6 +465,8 @@ account_time(RestorePacer *pacer)
 		pacer->cpus_busy_us += spent;
 	if (pacer->was_yielding)
 		pacer->yield_us += spent;
+	if (pacer->was_capped)
+		pacer->capped_us += spent;
 }
 
 /*
@@ -458,11 +478,13 @@ void
 wc_pacer_report(RestorePacer *pacer, const char *what)
 {
 	account_time(pacer);
-	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s, yielding %.1f s, slept %.1f s for the CPU budget and %.1f s for the rate; %d of %d looks found every CPU running a backend",
+	elog(DEBUG1, "pacer over %s: CPUs busy %.1f s, yielding %.1f s, capped for waiting queries %.1f s (the cap now %.1f MB/s), slept %.1f s for the CPU budget and %.1f s for the rate; %d of %d looks found every CPU running a backend",
 		 what, pacer->cpus_busy_us / 1e6, pacer->yield_us / 1e6,
+		 pacer->capped_us / 1e6,
+		 pg_atomic_read_u64(&wc_restore->wait_cap) * (BLCKSZ / (1024.0 * 1024.0)),
 		 pacer->budget_sleep_us / 1e6, pacer->rate_sleep_us / 1e6,
 		 pacer->busy_looks, pacer->looks);
-	pacer->cpus_busy_us = pacer->yield_us = 0;
+	pacer->cpus_busy_us = pacer->yield_us = pacer->capped_us = 0;
 	pacer->looks = pacer->busy_looks = 0;
 	pacer->budget_sleep_us = pacer->rate_sleep_us = 0;
 	pacer->paced_at = 0;
@@ -518,6 +540,102 @@ queries_busy(RestorePacer *pacer, TimestampTz now)
 	return elapsed_ms(pacer->fg_read_at, now, WC_READ_MEMORY_MS) &&
 		wc_restore->source != WC_SOURCE_PROMOTION &&
 		pacer->fg_busy_share >= WC_BUSY_SHARE_MIN;
+}
+
+/*
+ * Whether queries wait for reads: one was seen reading lately.  After a
+ * promotion their reads are of the OS cache, which no cap would help.
+ */
+static bool
+queries_wait(RestorePacer *pacer, TimestampTz now)
+{
+	return pacer->fg_read_at != 0 &&
+		!elapsed_ms(pacer->fg_read_at, now, WC_READ_MEMORY_MS) &&
+		wc_restore->source != WC_SOURCE_PROMOTION;
+}
+
+/*
+ * Count the blocks read from the device into the current spell of the
+ * workers' reads, and at its end move the cap for waiting queries:
+ *
+ * - a spell in which the workers slept for the cap (WC_CAP_HELD of it) was
+ *   held back by the cap: the device may give more, and the cap grows by
+ *   WC_CAP_GROWTH;
+ * - any other was held back by the device (or by the queries' share of it,
+ *   or by nothing): the cap is what it read, less the headroom.
+ *
+ * So the cap follows the rate of what is being read (scattered blocks come
+ * at a fraction of the rate of a file's stretch) from just below: a cap
+ * that grows past the device's rate stops holding the workers back, and
+ * the next spell sets it below again.  Each spell either lets the queue
+ * drain or measures the device.
+ */
+static void
+note_read_rate(uint64 read_blocks, bool capped, int64 slept_us,
+			   TimestampTz now)
+{
+	uint64		total;
+
+	total = pg_atomic_add_fetch_u64(&wc_restore->blocks_read, read_blocks);
+	SpinLockAcquire(&wc_restore->rate_mutex);
+	if (wc_restore->spell_at == 0 || now < wc_restore->spell_at)
+	{
+		wc_restore->spell_at = now;
+		wc_restore->spell_blocks = total - read_blocks;
+		wc_restore->spell_capped = capped;
+		wc_restore->spell_slept_us = slept_us;
+	}
+	else
+	{
+		wc_restore->spell_capped |= capped;
+		wc_restore->spell_slept_us += slept_us;
+		if (elapsed_ms(wc_restore->spell_at, now, WC_RATE_SPELL_MS))
+		{
+			int64		spell_us = now - wc_restore->spell_at;
+			double		rate = (total - wc_restore->spell_blocks) * 1000000.0 /
+				spell_us;
+			double		cap = pg_atomic_read_u64(&wc_restore->wait_cap);
+
+			if (wc_restore->spell_capped && cap > 0 &&
+				wc_restore->spell_slept_us >= spell_us * WC_CAP_HELD)
+				cap *= WC_CAP_GROWTH;
+			else
+				cap = rate * (100 - wc_restore_headroom) / 100.0;
+			pg_atomic_write_u64(&wc_restore->wait_cap,
+								(uint64) Max(cap, WC_CAP_MIN));
+			wc_restore->spell_at = now;
+			wc_restore->spell_blocks = total;
+			wc_restore->spell_capped = false;
+			wc_restore->spell_slept_us = 0;
+		}
+	}
+	SpinLockRelease(&wc_restore->rate_mutex);
+}
+
+/*
+ * The rate cap in force, in blocks a second, or 0: pg_warmcache.
+ * max_restore_rate, and while queries wait for reads the cap for them (see
+ * note_read_rate()), whichever is lower.  Notes which one it is.
+ */
+static double
+rate_cap(RestorePacer *pacer, TimestampTz now)
+{
+	double		cap = 0;
+
+	pacer->was_capped = false;
+	if (wc_max_restore_rate > 0)
+		cap = wc_max_restore_rate * (1024.0 * 1024.0 / BLCKSZ);
+	if (wc_restore_headroom > 0 && queries_wait(pacer, now))
+	{
+		double		wait_cap = pg_atomic_read_u64(&wc_restore->wait_cap);
+
+		if (wait_cap > 0 && (cap == 0 || wait_cap < cap))
+		{
+			cap = wait_cap;
+			pacer->was_capped = true;
+		}
+	}
+	return cap;
 }
 
 /*
@@ -590,41 +708,44 @@ plan_chunk(RestorePacer *pacer, bool cpus_busy, TimestampTz now)
 }
 
 /*
- * Charge the shared budgets, the rate cap with the blocks read from the
- * device and, while the queries keep the CPUs busy, the CPU budget with
- * this process's CPU time since the last pace; then sleep for the one
- * further ahead of real time.
+ * Charge the shared budgets, the rate cap (cap blocks a second, 0: none)
+ * with the blocks read from the device and, while the queries keep the
+ * CPUs busy, the CPU budget with this process's CPU time since the last
+ * pace; then sleep for the one further ahead of real time.  Returns how
+ * long it slept for the rate cap, in microseconds.
  */
-static void
-sleep_for_budgets(RestorePacer *pacer, uint64 read_blocks, bool cpus_busy,
-				  int64 cpu_spent, TimestampTz now)
+static int64
+sleep_for_budgets(RestorePacer *pacer, uint64 read_blocks, double cap,
+				  bool cpus_busy, int64 cpu_spent, TimestampTz now)
 {
 	int64		rate_us = 0;
 	int64		budget_us = 0;
 	int64		sleep_us;
+	int64		slept_us;
+	TimestampTz before;
 
-	if (wc_max_restore_rate > 0 && read_blocks > 0)
+	if (cap > 0 && read_blocks > 0)
 		rate_us = charge_budget(&wc_restore->rate_clock,
-								(int64) ((double) read_blocks * BLCKSZ * 1000000.0 /
-										 (wc_max_restore_rate * 1024.0 * 1024.0)),
-								now);
+								(int64) (read_blocks * 1000000.0 / cap), now);
 	if (cpus_busy && cpu_spent > 0)
 		budget_us = charge_budget(&wc_restore->cpu_clock,
 								  cpu_spent * 100 / WC_BUSY_CPU_PERCENT,
 								  now);
 	sleep_us = Max(rate_us, budget_us);
-	if (sleep_us >= 1000)
+	if (sleep_us < 1000)
+		return 0;
+	before = GetCurrentTimestamp();
+	pacer->budget_sleep = (budget_us > rate_us);
+	wc_pacer_sleep(pacer, (long) (sleep_us / 1000));
+	pacer->budget_sleep = false;
+	slept_us = GetCurrentTimestamp() - before;
+	if (budget_us > rate_us)
 	{
-		TimestampTz before = GetCurrentTimestamp();
-
-		pacer->budget_sleep = (budget_us > rate_us);
-		wc_pacer_sleep(pacer, (long) (sleep_us / 1000));
-		pacer->budget_sleep = false;
-		if (budget_us > rate_us)
-			pacer->budget_sleep_us += GetCurrentTimestamp() - before;
-		else
-			pacer->rate_sleep_us += GetCurrentTimestamp() - before;
+		pacer->budget_sleep_us += slept_us;
+		return 0;
 	}
+	pacer->rate_sleep_us += slept_us;
+	return slept_us;
 }
 
 /*
@@ -639,6 +760,8 @@ pace_restore(WarmPacer *base, const ChunkReport *done)
 	int64		cpu_spent = cpu_now - pacer->cpu_used;
 	uint64		read_blocks;
 	bool		cpus_busy;
+	double		cap;
+	int64		slept_us;
 	TimestampTz now;
 
 	pacer->cpu_used = cpu_now;
@@ -662,10 +785,13 @@ pace_restore(WarmPacer *base, const ChunkReport *done)
 		look_at_backends(pacer, now);
 	}
 	cpus_busy = queries_busy(pacer, now);
+	cap = rate_cap(pacer, now);
 	plan = plan_chunk(pacer, cpus_busy, now);
 	pacer->was_cpus_busy = cpus_busy;
 	pacer->was_yielding = (plan.io_blocks != 0);
-	sleep_for_budgets(pacer, read_blocks, cpus_busy, cpu_spent, now);
+	slept_us = sleep_for_budgets(pacer, read_blocks, cap, cpus_busy,
+								 cpu_spent, now);
+	note_read_rate(read_blocks, pacer->was_capped, slept_us, now);
 
 	/*
 	 * A database-level command wants a database that the restore wants too

@@ -1048,6 +1048,10 @@ publish_start(RestoreLeader *leader, WarmMode mode)
 	pg_atomic_write_u32(&wc_restore->device_unknown, 0);
 	pg_atomic_write_u64(&wc_restore->found_cached, 0);
 	pg_atomic_write_u32(&wc_restore->db_command_pending, 0);
+	pg_atomic_write_u64(&wc_restore->wait_cap, 0);
+	SpinLockAcquire(&wc_restore->rate_mutex);
+	wc_restore->spell_at = 0;
+	SpinLockRelease(&wc_restore->rate_mutex);
 	SpinLockAcquire(&wc_restore->advice.mutex);
 	memset(&wc_restore->advice.advice, 0, sizeof(WarmAdvice));
 	SpinLockRelease(&wc_restore->advice.mutex);

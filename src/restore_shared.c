@@ -59,6 +59,9 @@ wc_restore_shmem_init(void)
 	pg_atomic_init_u32(&wc_restore->db_command_pending, 0);
 	pg_atomic_init_u64(&wc_restore->rate_clock, 0);
 	pg_atomic_init_u64(&wc_restore->cpu_clock, 0);
+	pg_atomic_init_u64(&wc_restore->blocks_read, 0);
+	pg_atomic_init_u64(&wc_restore->wait_cap, 0);
+	SpinLockInit(&wc_restore->rate_mutex);
 	SpinLockInit(&wc_restore->advice.mutex);
 	wc_restore->advice.count_members = true;
 	for (i = 0; i < WC_MAX_RESTORE_WORKERS; i++)

@@ -40,6 +40,7 @@ int			wc_restore_mode = WC_MODE_BUFFER;
 int			wc_restore_workers = 2;
 int			wc_max_restore_rate = 0;
 bool		wc_restore_yield = false;
+int			wc_restore_headroom = 10;
 int			wc_sort_chunk = 1024 * 1024;
 bool		wc_dump_os_cache = true;
 int			wc_follow_primary = WC_FOLLOW_OFF;
@@ -312,6 +313,14 @@ wc_define_settings(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warmcache.restore_headroom",
+							"Share of the restore's read rate left to queries that wait for reads, in percent.",
+							"While queries wait for reads, the restore reads at most the rest of the highest rate it reached, so that the device's queue stays short.  0 turns this off.",
+							&wc_restore_headroom,
+							10, 0, 90,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_warmcache.restore_yield",
 							 "Makes the restore read small pieces while queries wait for a read.",
 							 "For workloads that read outside the saved set: it halves the restore's rate where I/O operations are the limit.",
