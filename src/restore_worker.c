@@ -55,6 +55,7 @@
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -74,6 +75,16 @@
 #define WC_LOCK_ATTEMPTS	10
 #define WC_RETRY_FIRST_MS	100
 #define WC_RETRY_MAX_MS		2000
+
+/*
+ * The longest the connection waits for its lock on the database.  The
+ * leader starts a worker only where no command wants the database
+ * (database.c), but one may come between that look and the connection,
+ * and hold the lock as long as its transaction lasts.  The worker then
+ * ends unconnected, and the leader looks again before it starts another,
+ * so that the 10-s bound on a wanted database holds.
+ */
+#define WC_CONNECT_LOCK_TIMEOUT "2s"
 
 /* The ranges of one relation fork handed to the engine at once. */
 typedef struct Batch
@@ -887,6 +898,7 @@ void
 pg_warmcache_restore_main(Datum arg)
 {
 	RestoreWorker w;
+	char	   *lock_timeout;
 
 	pqsignal(SIGTERM, wc_restore_sigterm_handler);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -897,8 +909,19 @@ pg_warmcache_restore_main(Datum arg)
 	w.slot = &wc_restore->slots[restore_slot];
 	before_shmem_exit(restore_worker_exit, (Datum) 0);
 
-	/* A database dropped since the leader looked ends us here, with FATAL. */
+	/*
+	 * A database dropped since the leader looked ends us here, with FATAL;
+	 * so does one a command took meanwhile, after WC_CONNECT_LOCK_TIMEOUT.
+	 * Once connected, the server's setting is put back: the worker's later
+	 * locks are conditional, but for the catalogs' of its lookups, which
+	 * wait as a session's do.
+	 */
+	lock_timeout = pstrdup(GetConfigOption("lock_timeout", false, false));
+	SetConfigOption("lock_timeout", WC_CONNECT_LOCK_TIMEOUT, PGC_SUSET,
+					PGC_S_OVERRIDE);
 	BackgroundWorkerInitializeConnectionByOid(w.slot->connect_db, InvalidOid, 0);
+	SetConfigOption("lock_timeout", lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);
+	pfree(lock_timeout);
 	w.slot->pid = MyProcPid;
 	w.slot->connected = true;
 	pgstat_report_activity(STATE_RUNNING, "restoring saved blocks");

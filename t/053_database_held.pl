@@ -7,8 +7,11 @@
 # waits, and for which database; after the bound (10 s) the restore gives
 # odb up, finishes the rest and ends incomplete with that reason, while the
 # transaction is still open, and dumps run again.  Once the transaction
-# ends, the saved file is restored again and odb's table comes back.  The
-# oracles are pg_database, pg_buffercache, the server log and the clock.
+# ends, the saved file is restored again and odb's table comes back.  Last,
+# the owner takes odb between the leader's look and a worker's connection:
+# the connection's wait is bounded, and the restore gives odb up as before.
+# The oracles are pg_database, pg_locks, pg_buffercache, the server log and
+# the clock.
 
 use strict;
 use warnings;
@@ -118,6 +121,88 @@ $node->poll_query_until('postgres',
   or die 'timed out waiting for the restore again';
 is(cached($node, 'big', 'main', 'odb'),
 	$blocks, 'the restore came back to odb: all of its table is cached');
+
+# The command comes between the leader's look and the worker's connection:
+# the leader has seen odb free and registered its worker, and the owner
+# takes odb before the worker connects.  The postmaster, stopped (SIGSTOP)
+# meanwhile, forks the worker only once the owner holds odb, so that the
+# worker's connection waits for the owner's lock (pg_locks).  That wait is
+# bounded: the restore gives odb up and ends while the lock is held.  One
+# worker, and a larger share in postgres, which the leader restores before
+# odb's (restore.c, share_cmp): once the worker is in odb, odb's is the
+# only share left, so the worker the leader starts next is odb's.
+fill_table($node, 'larger', 28);
+$node->append_conf('postgresql.conf',
+	"pg_warmcache.max_restore_rate = 8\npg_warmcache.restore_workers = 1");
+$offset = -s $node->logfile;
+$node->restart;
+wait_for_restore_worker($node, 'odb');
+my $watcher = $node->background_psql('postgres', on_error_stop => 1);
+$holder = $node->background_psql('postgres', on_error_stop => 1);
+$holder->query_safe('SET ROLE owner');
+my $postmaster = (split /\s+/,
+	  slurp_file('/proc/' . $watcher->query_safe('SELECT pg_backend_pid()') . '/stat'))[3];
+$holder->query_safe('BEGIN');
+$holder->query_safe('ALTER DATABASE odb RENAME TO odb_held');
+$node->poll_query_until('postgres',
+	"SELECT restore_waiting_for_database = $odb FROM warmcache_status()")
+  or die 'timed out waiting for the restore to wait for odb';
+# The leader counts a worker that left as running until it collects it,
+# which needs the postmaster: it looks every 100 ms once the worker is gone.
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pg_warmcache restore' AND datname = 'odb'"
+) or die 'timed out waiting for the restore workers to leave odb';
+Time::HiRes::usleep(300_000);
+
+kill('STOP', $postmaster) or die "could not stop the postmaster: $!";
+$holder->query_safe('ROLLBACK');
+# The leader looks every 100 ms; once it saw odb free it starts a worker.
+my $seen_free;
+for (1 .. 100)
+{
+	$seen_free = $watcher->query_safe(
+		'SELECT restore_waiting_for_database IS NULL FROM warmcache_status()')
+	  eq 't';
+	last if $seen_free;
+	Time::HiRes::usleep(50_000);
+}
+Time::HiRes::usleep(500_000);
+$holder->query_safe('BEGIN');
+$holder->query_safe('ALTER DATABASE odb RENAME TO odb_held');
+$held_at = Time::HiRes::time();
+kill('CONT', $postmaster) or die "could not continue the postmaster: $!";
+ok($seen_free, 'the leader saw odb free while the postmaster was stopped');
+
+# Only a connection to odb waits for that lock: the test's sessions are
+# connected to postgres.  (A process waiting in its connection is not yet
+# in pg_stat_activity.)
+my $waits = qq{
+SELECT count(*) > 0 FROM pg_locks
+ WHERE locktype = 'object' AND classid = 'pg_database'::regclass
+   AND objid = $odb AND NOT granted};
+my $waited;
+for (1 .. 200)
+{
+	last if $waited = ($watcher->query_safe($waits) eq 't');
+	Time::HiRes::usleep(20_000);
+}
+ok($waited,
+	"pg_locks: a restore worker's connection waits for the owner's lock on odb");
+$node->poll_query_until('postgres',
+	"SELECT state = 'idle' AND restore_finished_at IS NOT NULL FROM warmcache_status()"
+) or die 'timed out waiting for the restore to end';
+$secs = Time::HiRes::time() - $held_at;
+note(sprintf('the restore ended %.1f s after the owner took odb', $secs));
+cmp_ok($secs, '<', 2 + $bound + $slack,
+	"the restore ends within 2 + $bound s (+$slack) of the lock");
+is($watcher->query_safe($waits),
+	'f', 'pg_locks: no restore worker waits for odb any more');
+like(slurp_file($node->logfile, $offset),
+	qr/the restore of the saved set gives up database $odb\n/,
+	'the log says the restore gave odb up');
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+$watcher->quit;
 
 $node->stop;
 done_testing();
