@@ -98,6 +98,7 @@ typedef struct Batch
 	bool		os_tier;		/* a batch of the OS tier */
 	LimitClass	limit_class;	/* against the restore limit */
 	int			attempts;		/* times given up for a wanted lock */
+	bool		deferred_copy;	/* one of w->deferred, in batch_cxt */
 } Batch;
 
 /* How restore_batch() left a batch. */
@@ -538,31 +539,40 @@ take_verdict(RestoreWorker *w)
 	w->pacer.stopped = false;
 }
 
-/* Keep a copy of what is left of a batch for later. */
+/*
+ * Keep what is left of a batch for later: a copy, unless it is a deferred
+ * batch already (retry_deferred), whose ranges restore_batch() shrank in
+ * place.  So a batch tried WC_LOCK_ATTEMPTS times is copied once.
+ */
 static void
-defer_batch(RestoreWorker *w, const Batch *batch)
+defer_batch(RestoreWorker *w, Batch *batch)
 {
 	MemoryContext old = MemoryContextSwitchTo(w->batch_cxt);
-	Batch	   *copy = palloc(sizeof(Batch));
+	Batch	   *copy = batch;
 
-	*copy = *batch;
-	copy->ranges = palloc(sizeof(WarmRange) * Max(batch->nranges, 1));
-	memcpy(copy->ranges, batch->ranges, sizeof(WarmRange) * batch->nranges);
+	if (!batch->deferred_copy)
+	{
+		copy = palloc(sizeof(Batch));
+		*copy = *batch;
+		copy->ranges = palloc(sizeof(WarmRange) * Max(batch->nranges, 1));
+		memcpy(copy->ranges, batch->ranges, sizeof(WarmRange) * batch->nranges);
+		copy->deferred_copy = true;
+	}
 	w->deferred = lappend(w->deferred, copy);
 	MemoryContextSwitchTo(old);
 }
 
 /*
- * Restore a batch, or defer what is left of it.  A batch given up for its
- * lock too many times counts as skipped.
+ * Restore a batch, or defer what is left of it: true if deferred.  A batch
+ * given up for its lock too many times counts as skipped.
  */
-static void
+static bool
 handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 {
 	BatchResult result;
 
 	if (w->stopping)
-		return;
+		return false;
 	for (;;)
 	{
 		bool		paused;
@@ -581,11 +591,14 @@ handle_batch(RestoreWorker *w, Batch *batch, WarmRange *clipped)
 	}
 
 	if (result != BATCH_DEFERRED || batch->blocks == 0)
-		return;
+		return false;
 	if (!w->leaving_database && ++batch->attempts >= WC_LOCK_ATTEMPTS)
+	{
 		count_skipped(w, batch->counting, WC_SKIP_LOCKED, batch->blocks);
-	else
-		defer_batch(w, batch);
+		return false;
+	}
+	defer_batch(w, batch);
+	return true;
 }
 
 static void
@@ -747,9 +760,12 @@ retry_deferred(RestoreWorker *w, WarmRange *clipped, bool pause)
 
 			CHECK_FOR_INTERRUPTS();
 			if (w->stopping || w->leaving_database)
-				w->deferred = lappend(w->deferred, batch);
-			else
-				handle_batch(w, batch, clipped);
+				defer_batch(w, batch);
+			else if (!handle_batch(w, batch, clipped))
+			{
+				pfree(batch->ranges);
+				pfree(batch);
+			}
 		}
 		list_free(batches);
 		if (!pause || w->deferred == NIL)

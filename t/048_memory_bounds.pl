@@ -137,4 +137,53 @@ note("the autowarm worker's totals: @totals");
 cmp_ok(abs($totals[2] - $totals[0]), '<', 64 * 1024,
 	"the autowarm worker's memory is the same after three restores ($totals[0], $totals[2])");
 
+# Batches deferred for their lock and tried again (up to 10 times, over
+# about 11 s) are kept once each, not once per attempt.  A session holds
+# 1,000 of the tables locked while the saved set is restored; the
+# worker's context of deferred batches, logged every second until it
+# ends, stays under 512 kB: one copy of each batch takes about 180 kB
+# (the context's blocks doubling, 256 kB), ten about 1.8 MB.
+my $holder = $node->background_psql('postgres', on_error_stop => 1);
+$holder->query_safe('BEGIN');
+$holder->query_safe(
+	q{DO $$ BEGIN
+  FOR i IN 1 .. 1000 LOOP
+    EXECUTE format('LOCK TABLE many.t%s IN ACCESS EXCLUSIVE MODE', i);
+  END LOOP;
+END $$});
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', 'SELECT public.warmcache_restore_now()');
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_warmcache restore' AND datname = 'postgres'"
+) or die 'no restore worker in database postgres';
+$worker = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_warmcache restore' AND datname = 'postgres'"
+);
+my @deferred;
+for (1 .. 30)
+{
+	last
+	  unless $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $worker") eq '1';
+	my $at = -s $node->logfile;
+	last unless defined grand_total($worker);
+	push @deferred, $1
+	  if slurp_file($node->logfile, $at) =~
+	  /\[$worker\] LOG:  level: \d+; pg_warmcache deferred batches: (\d+) total/;
+	sleep 1;
+}
+$node->wait_for_log(qr/restore of the saved set incomplete: /, $offset);
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+note("the deferred batches' context: @deferred");
+cmp_ok(scalar(@deferred), '>=', 5,
+	'the restore worker logged its deferred batches at least 5 times');
+my $skipped = $node->safe_psql('postgres',
+	'SELECT restore_skipped_locked FROM public.warmcache_status()');
+cmp_ok($skipped, '>=', 1000,
+	"the locked tables' blocks were skipped as locked ($skipped)");
+my $deferred_max = (sort { $b <=> $a } @deferred)[0] // 0;
+cmp_ok($deferred_max, '<', 512 * 1024,
+	"the deferred batches took at most $deferred_max bytes, under 512 kB");
+
 done_testing();
