@@ -232,11 +232,27 @@ draw_probe_blocks(ProbePiece *pieces, int *npieces,
 	uint64		offset = 0;
 	uint64		n = 0;
 	DatabaseVerdicts dbs;
+	WarmFileHeader checked;
+	char	   *problem;
 
 	dbs.n = 0;
 	*npieces = *ndrawn = 0;
-	if (!wc_reader_open(&r, WC_DUMP_FILE, false))
+
+	/*
+	 * Only a file that passes every check causes reads: one of another
+	 * cluster, or damaged, is set aside by the next restore, not read here.
+	 * One replaced between the check and the open is not read either.
+	 */
+	if (wc_check_file(WC_DUMP_FILE, &checked, &problem) != WC_FILE_OK ||
+		!wc_reader_open(&r, WC_DUMP_FILE, false))
 	{
+		pfree(picks);
+		return;
+	}
+	if (r.hdr.dumped_at != checked.dumped_at || r.hdr.nruns != checked.nruns ||
+		r.hdr.crc != checked.crc)
+	{
+		wc_reader_close(&r);
 		pfree(picks);
 		return;
 	}
@@ -254,8 +270,8 @@ draw_probe_blocks(ProbePiece *pieces, int *npieces,
 		if ((++n & 8191) == 0)
 			CHECK_FOR_INTERRUPTS();
 		/*
-		 * The reader decodes; the file's checks are not run here.  Only
-		 * blocks a restore would read: none of a database it leaves out.
+		 * The file was checked; only blocks a restore would read: none of a
+		 * database it leaves out.
 		 */
 		if (run.fork > MAX_FORKNUM ||
 			(run.rank > WC_MAX_RANK && run.rank != WC_RANK_OS) ||
@@ -737,11 +753,25 @@ wc_estimate(WarmEstimate *est)
 	ProbeResult probe;
 	TimestampTz probe_at;
 	const char *why;
+	WarmFileHeader hdr;
+	char	   *problem;
 
 	memset(est, 0, sizeof(*est));
 	est->read_mb_per_s = est->restore_seconds = -1;
 	est->random_read_ms = est->natural_seconds = -1;
 	est->shared_buffers_share = -1;
+	switch (wc_check_file(WC_DUMP_FILE, &hdr, &problem))
+	{
+		case WC_FILE_OK:
+			break;
+		case WC_FILE_MISSING:
+			est->restore_basis = est->natural_basis = "no saved file";
+			return;
+		case WC_FILE_BAD:
+			est->restore_basis = est->natural_basis =
+				psprintf("no usable saved file: %s", problem);
+			return;
+	}
 	wc_sum_saved_tiers(&buffer_tier, &os_tier, &est->have_file);
 	distinct = est->have_file ? wc_count_distinct_saved() : -1;
 	if (!est->have_file || distinct < 0)
