@@ -31,9 +31,9 @@
  * without triggers, rules or row security, with the columns and primary
  * key the extension made) and reads and writes it by heap and index
  * access, which call no function a user could define.  What standbys
- * follow is decided by superusers alone: a table that any other role could
- * write (a grant on it or on a column, pg_write_all_data) is refused, on
- * the primary and on every standby, as long as that lasts.
+ * follow is decided by the primary alone: who may write the table is not
+ * asked, since a standby trusts a row only for its signature, made with
+ * the key that the primary and its standbys share (channel_key.c).
  *
  * Nothing here waits for a lock: the table, its index, its TOAST table and
  * pg_database are locked only if that is free at once, and otherwise the

@@ -90,7 +90,11 @@ write_chunk(WarmRun *entries, int n, RunWriter *w)
 
 	qsort(entries, n, sizeof(WarmRun), run_qsort_cmp);
 	for (i = 0; i < n; i++)
+	{
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
 		wc_writer_add(w, &entries[i]);
+	}
 	wc_writer_flush(w);
 }
 
@@ -139,6 +143,7 @@ merge_chunks(List *chunks, RunWriter *out, int *fd)
 	binaryheap *heap;
 	int			k = list_length(chunks);
 	int			i;
+	uint64		merged = 0;
 	off_t		pos = 0;
 	ListCell   *lc;
 
@@ -174,7 +179,8 @@ merge_chunks(List *chunks, RunWriter *out, int *fd)
 			binaryheap_replace_first(heap, Int32GetDatum(top));
 		else
 			(void) binaryheap_remove_first(heap);
-		if ((out->nruns & 1023) == 0)
+		/* Counted in blocks: neighbours merge into one run. */
+		if ((++merged & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	wc_writer_flush(out);

@@ -533,8 +533,12 @@ wc_reader_seek(WarmFileReader *reader, uint64 position, uint64 n)
 
 	if (reader->compact == NULL)
 		idx = (position - sizeof(WarmFileHeader)) / sizeof(WarmRun);
-	if (position < sizeof(WarmFileHeader) || idx > reader->hdr.nruns ||
-		fseeko(reader->fp, (off_t) position, SEEK_SET) != 0)
+	if (position < sizeof(WarmFileHeader) || idx > reader->hdr.nruns)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("position %llu is not within file \"%s\"",
+						(unsigned long long) position, reader->path)));
+	if (fseeko(reader->fp, (off_t) position, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not seek in file \"%s\": %m", reader->path)));
